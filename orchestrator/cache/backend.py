@@ -1,0 +1,57 @@
+"""What every cache backend offers, the cache's key layout, and picking a backend by URL.
+
+Layout below a cache URL (same for http(s) and file://):
+    cas/<sha256>             zstd-compressed file content; the name is the hash of the
+                             uncompressed bytes
+    ac/<artifact id>.json    the signed record (model.cache_record.CacheRecord)
+"""
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Callable, Iterable, Iterator, Protocol
+
+from orchestrator.cache.config import CacheConfig, Credentials
+from orchestrator.cache.errors import CacheError
+
+CHUNK = 1 << 20
+RECORD_LIMIT = 64 << 20
+
+Body = Callable[[], Iterable[bytes]]   # called once per attempt: a fresh byte stream
+
+
+def blob_key(sha256: str) -> str:
+    return f"cas/{sha256}"
+
+
+def record_key(artifact_id: str) -> str:
+    return f"ac/{artifact_id}.json"
+
+
+class Backend(Protocol):
+    url: str
+
+    def exists(self, key: str) -> bool:
+        """Is the object there (HTTP HEAD)?"""
+
+    def get(self, key: str, limit: int = RECORD_LIMIT) -> bytes | None:
+        """A small object's bytes, or None when it is absent."""
+
+    def stream(self, key: str) -> AbstractContextManager[Iterator[bytes]]:
+        """The object's bytes in chunks; CacheError when absent, unreachable or cut short."""
+
+    def put(self, key: str, body: Body) -> int:
+        """Store an object atomically (readers see all of it or nothing); return bytes sent."""
+
+    def close(self) -> None:
+        ...
+
+
+def open_backend(url: str, config: CacheConfig, creds: Credentials | None = None) -> Backend:
+    """The backend for `url` (http://, https:// or file://)."""
+    if url.startswith(("http://", "https://")):
+        from orchestrator.cache.http import HttpBackend
+        return HttpBackend(url, config, creds or Credentials.from_env())
+    if url.startswith("file://"):
+        from orchestrator.cache.file import FileBackend
+        return FileBackend(url)
+    raise CacheError(f"cache URL {url!r}: use http://, https:// or file://")

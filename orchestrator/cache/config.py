@@ -1,0 +1,116 @@
+"""Cache settings: the committed cache.toml (where, whom to trust) plus secrets from the env.
+
+cache.toml (repo root, or the file named by ORCH_CACHE_CONFIG):
+
+    [cache]
+    substituters = ["http://cache.internal:8080/orch/", "file:///mnt/team-cache"]
+    push = "http://cache.internal:8080/orch/"
+    trusted-keys = ["team-1:<base64>"]
+    jobs = 8            # parallel blob transfers
+    timeout = 30        # seconds per network operation
+
+Secrets never live in a file of the repository: ORCH_CACHE_TOKEN (bearer) or
+ORCH_CACHE_USER + ORCH_CACHE_PASSWORD (basic) for writes, ORCH_CACHE_SIGNING_KEY for signing.
+"""
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from orchestrator.cache.signing import TrustedKeys
+from orchestrator.errors import UserError
+
+CONFIG_ENV = "ORCH_CACHE_CONFIG"
+TOKEN_ENV = "ORCH_CACHE_TOKEN"
+USER_ENV = "ORCH_CACHE_USER"
+PASSWORD_ENV = "ORCH_CACHE_PASSWORD"
+URL_SCHEMES = ("http://", "https://", "file://")
+
+
+class CacheConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    substituters: list[str] = []
+    push: str = ""
+    trusted_keys: list[str] = Field(default=[], alias="trusted-keys")
+    jobs: int = Field(default=8, ge=1, le=64)
+    timeout: float = Field(default=30.0, gt=0)
+
+    @field_validator("substituters")
+    @classmethod
+    def _urls(cls, urls: list[str]) -> list[str]:
+        for u in urls:
+            if not u.startswith(URL_SCHEMES):
+                raise ValueError(f"{u!r} must start with http://, https:// or file://")
+        return urls
+
+    @field_validator("push")
+    @classmethod
+    def _push(cls, url: str) -> str:
+        if url and not url.startswith(URL_SCHEMES):
+            raise ValueError(f"{url!r} must start with http://, https:// or file://")
+        return url
+
+    @property
+    def push_url(self) -> str:
+        return self.push or (self.substituters[0] if self.substituters else "")
+
+    def trusted(self) -> TrustedKeys:
+        return TrustedKeys(self.trusted_keys)
+
+
+def config_path(repo_root: Path, env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    return Path(env.get(CONFIG_ENV) or repo_root / "cache.toml")
+
+
+def load_config(repo_root: Path, env: Mapping[str, str] | None = None) -> CacheConfig:
+    """Read and validate the cache config; a missing default file means "no cache"."""
+    env = os.environ if env is None else env
+    path = config_path(repo_root, env)
+    if not path.is_file():
+        if env.get(CONFIG_ENV):
+            raise UserError(f"{CONFIG_ENV}={path}: no such file")
+        return CacheConfig()
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{path}: not valid TOML ({e})") from None
+    try:
+        cfg = CacheConfig.model_validate(data.get("cache", {}))
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(x) for x in err["loc"])
+        raise UserError(f"{path}: cache.{field}: {err['msg']}") from None
+    cfg.trusted()  # parse the keys now so a bad line is reported with the file
+    return cfg
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """Write credentials from the environment: a bearer token or user + password."""
+    token: str = ""
+    user: str = ""
+    password: str = ""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "Credentials":
+        env = os.environ if env is None else env
+        return cls(env.get(TOKEN_ENV, ""), env.get(USER_ENV, ""), env.get(PASSWORD_ENV, ""))
+
+    def present(self) -> bool:
+        return bool(self.token or (self.user and self.password))
+
+    def missing(self) -> str:
+        """Which variable(s) to set, for a refused write."""
+        if self.user and not self.password:
+            return f"{PASSWORD_ENV} (for {USER_ENV}={self.user})"
+        if self.password and not self.user:
+            return USER_ENV
+        if self.present():
+            return f"valid credentials ({TOKEN_ENV} or {USER_ENV}/{PASSWORD_ENV} were rejected)"
+        return f"{TOKEN_ENV}, or {USER_ENV} and {PASSWORD_ENV}"

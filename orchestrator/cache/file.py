@@ -1,0 +1,80 @@
+"""file:// backend: a shared (e.g. NFS) directory with the same layout as the HTTP cache."""
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from pathlib import Path
+from typing import Iterator
+from urllib.parse import unquote, urlparse
+
+from orchestrator.cache.backend import CHUNK, RECORD_LIMIT, Body
+from orchestrator.cache.errors import CacheError
+
+
+class FileBackend:
+    def __init__(self, url: str) -> None:
+        parsed = urlparse(url)
+        if parsed.netloc not in ("", "localhost") or not parsed.path.startswith("/"):
+            raise CacheError(f"cache URL {url!r}: use file:///absolute/path")
+        self.url = url
+        self.root = Path(unquote(parsed.path))
+
+    def _path(self, key: str) -> Path:
+        if not self.root.is_dir():
+            raise CacheError(f"cache {self.url}: directory {self.root} does not exist "
+                             "(not mounted?)")
+        return self.root / key
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def get(self, key: str, limit: int = RECORD_LIMIT) -> bytes | None:
+        path = self._path(key)
+        try:
+            with open(path, "rb") as f:
+                data = f.read(limit + 1)
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            raise CacheError(f"cache {self.url}: cannot read {key} ({e.strerror})") from None
+        if len(data) > limit:
+            raise CacheError(f"cache {self.url}: {key} is larger than {limit} bytes")
+        return data
+
+    @contextlib.contextmanager
+    def stream(self, key: str) -> Iterator[Iterator[bytes]]:
+        path = self._path(key)
+        try:
+            f = open(path, "rb")
+        except FileNotFoundError:
+            raise CacheError(f"cache {self.url}: {key} is missing (incomplete cache?)") from None
+        except OSError as e:
+            raise CacheError(f"cache {self.url}: cannot read {key} ({e.strerror})") from None
+        with f:
+            yield iter(lambda: f.read(CHUNK), b"")
+
+    def put(self, key: str, body: Body) -> int:
+        path = self._path(key)
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+        sent = 0
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(tmp, "wb") as f:
+                for chunk in body():
+                    f.write(chunk)
+                    sent += len(chunk)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        except OSError as e:
+            raise CacheError(f"push to {self.url} refused: cannot write {key} "
+                             f"({e.strerror})") from None
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+        return sent
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,146 @@
+"""http(s) backend: plain GET / HEAD / PUT (nginx WebDAV, bazel-remote, any PUT server).
+
+GET and HEAD are retried by urllib3 with backoff; PUT is retried here with a fresh body
+stream each attempt (a consumed generator must never be re-sent as an empty upload).
+"""
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Iterator
+
+import requests
+import urllib3
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
+
+from orchestrator.cache.backend import CHUNK, RECORD_LIMIT, Body
+from orchestrator.cache.config import CacheConfig, Credentials
+from orchestrator.cache.errors import CacheError
+
+RETRY_STATUS = (429, 500, 502, 503, 504)
+PUT_ATTEMPTS = 3
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc)
+    for needle in ("Connection refused", "timed out", "Name or service not known",
+                   "Connection reset", "Connection aborted", "No route to host",
+                   "Temporary failure in name resolution", "IncompleteRead",
+                   "CERTIFICATE_VERIFY_FAILED"):
+        if needle in text:
+            return needle
+    return type(exc).__name__
+
+
+class HttpBackend:
+    def __init__(self, url: str, config: CacheConfig, creds: Credentials) -> None:
+        self.url = url if url.endswith("/") else url + "/"
+        self.creds = creds
+        self.timeout = (min(config.timeout, 10.0), config.timeout)
+        self.session = requests.Session()
+        retry = Retry(total=3, connect=3, read=2, status=3, backoff_factor=0.25,
+                      status_forcelist=RETRY_STATUS, allowed_methods={"GET", "HEAD"},
+                      raise_on_status=False)
+        adapter = HTTPAdapter(max_retries=retry, pool_connections=2,
+                              pool_maxsize=config.jobs + 4)
+        self.session.mount("http://", adapter)
+        self.session.mount("https://", adapter)
+        self.session.headers["User-Agent"] = "orchestrator-cache/1"
+        if creds.token:
+            self.session.headers["Authorization"] = f"Bearer {creds.token}"
+        elif creds.user and creds.password:
+            self.session.auth = (creds.user, creds.password)
+
+    def _down(self, exc: Exception) -> CacheError:
+        return CacheError(f"cache {self.url} is down or unreachable ({_reason(exc)}); "
+                          "check the URL in cache.toml or use substitute=0")
+
+    def _refused(self, verb: str, key: str, resp: requests.Response) -> CacheError:
+        code = resp.status_code
+        if code == 401:
+            hint = f"set {self.creds.missing()}"
+        elif code == 403:
+            hint = "the server forbids it (credentials without write access?)"
+        elif code in (405, 501) and verb == "PUT":
+            hint = "the server does not accept PUT (nginx: dav_methods PUT; create_full_put_path on;)"
+        elif code == 413:
+            hint = "the server limits upload size (nginx: client_max_body_size 0;)"
+        else:
+            hint = f"HTTP {code} {resp.reason}"
+        action = "push to" if verb == "PUT" else "read from"
+        return CacheError(f"{action} {self.url} refused ({verb} {key}: {code}): {hint}")
+
+    def exists(self, key: str) -> bool:
+        try:
+            r = self.session.head(self.url + key, timeout=self.timeout, allow_redirects=True)
+        except requests.RequestException as e:
+            raise self._down(e) from None
+        if r.status_code == 200:
+            return True
+        if r.status_code == 404:
+            return False
+        raise self._refused("HEAD", key, r)
+
+    def get(self, key: str, limit: int = RECORD_LIMIT) -> bytes | None:
+        try:
+            with self.session.get(self.url + key, timeout=self.timeout, stream=True) as r:
+                if r.status_code == 404:
+                    return None
+                if r.status_code != 200:
+                    raise self._refused("GET", key, r)
+                data = bytearray()
+                for chunk in r.raw.stream(CHUNK, decode_content=True):
+                    data += chunk
+                    if len(data) > limit:
+                        raise CacheError(f"cache {self.url}: {key} is larger than {limit} bytes")
+                return bytes(data)
+        except (requests.ConnectionError, requests.Timeout) as e:
+            raise self._down(e) from None
+        except (urllib3.exceptions.HTTPError, requests.RequestException) as e:
+            raise CacheError(f"cache {self.url}: transfer of {key} was cut short "
+                             f"({_reason(e)})") from None
+
+    @contextlib.contextmanager
+    def stream(self, key: str) -> Iterator[Iterator[bytes]]:
+        try:
+            r = self.session.get(self.url + key, timeout=self.timeout, stream=True)
+        except requests.RequestException as e:
+            raise self._down(e) from None
+        with r:
+            if r.status_code == 404:
+                raise CacheError(f"cache {self.url}: {key} is missing (incomplete cache?)")
+            if r.status_code != 200:
+                raise self._refused("GET", key, r)
+            try:
+                yield r.raw.stream(CHUNK, decode_content=False)
+            except (urllib3.exceptions.HTTPError, requests.RequestException) as e:
+                raise CacheError(f"cache {self.url}: transfer of {key} was cut short "
+                                 f"({_reason(e)})") from None
+
+    def put(self, key: str, body: Body) -> int:
+        for attempt in range(PUT_ATTEMPTS):
+            sent = 0
+
+            def counted() -> Iterator[bytes]:
+                nonlocal sent
+                for chunk in body():
+                    sent += len(chunk)
+                    yield chunk
+            try:
+                r = self.session.put(self.url + key, data=counted(), timeout=self.timeout)
+            except (requests.ConnectionError, requests.Timeout) as e:
+                if attempt + 1 == PUT_ATTEMPTS:
+                    raise self._down(e) from None
+                time.sleep(0.25 * 2 ** attempt)
+                continue
+            if r.status_code in (200, 201, 204):
+                return sent
+            if r.status_code in RETRY_STATUS and attempt + 1 < PUT_ATTEMPTS:
+                time.sleep(0.25 * 2 ** attempt)
+                continue
+            raise self._refused("PUT", key, r)
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        self.session.close()

@@ -1,0 +1,175 @@
+"""Moving blobs: bounded parallel, streaming zstd, sha256 checked on the fly, rich progress.
+
+Downloads decompress and hash while streaming and write straight into a staging file; a
+wrong hash, a wrong size or a cut-short stream is refused before the file is ever used.
+Uploads ask HEAD first and skip blobs the cache has; the content hash is re-checked while
+compressing, and a mismatch aborts the PUT mid-body so the server keeps nothing.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import threading
+import time
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import zstandard
+from rich.console import Console
+from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn,
+                           TimeRemainingColumn, TransferSpeedColumn)
+
+from orchestrator.cache.backend import CHUNK, Backend, blob_key
+from orchestrator.cache.errors import CacheError
+
+ZSTD_LEVEL = 3
+
+
+@dataclass
+class TransferStats:
+    """What a pull or push moved; printed as one line and used by tests and benchmarks."""
+    blobs_downloaded: int = 0
+    bytes_downloaded: int = 0     # compressed bytes received
+    bytes_written: int = 0        # uncompressed bytes written from downloads
+    files_linked: int = 0         # files hard-linked from the local store instead
+    bytes_linked: int = 0
+    blobs_uploaded: int = 0
+    bytes_uploaded: int = 0       # compressed bytes sent
+    blobs_present: int = 0        # blobs the cache already had (HEAD)
+    seconds: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, **amounts: int) -> None:
+        with self.lock:
+            for k, v in amounts.items():
+                setattr(self, k, getattr(self, k) + v)
+
+    def as_dict(self) -> dict[str, float]:
+        return {k: v for k, v in self.__dict__.items() if k != "lock"}
+
+
+def progress_enabled() -> bool:
+    return sys.stderr.isatty() and not os.environ.get("ORCH_NO_PROGRESS")
+
+
+class Meter:
+    """A rich progress bar in bytes with bytes/s; silent when stderr is not a terminal."""
+
+    def __init__(self, label: str, total: int) -> None:
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+                                 TransferSpeedColumn(), TimeRemainingColumn(),
+                                 console=Console(stderr=True), transient=True,
+                                 disable=not progress_enabled())
+        self.task = self.progress.add_task(label, total=total)
+
+    def __enter__(self) -> "Meter":
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def advance(self, n: int) -> None:
+        self.progress.advance(self.task, n)
+
+
+def _run_parallel(jobs: int, work: list, fn) -> None:
+    """Run fn(item, cancel) for each item on at most `jobs` threads; first error wins."""
+    cancel = threading.Event()
+    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(work) or 1))) as pool:
+        futures = [pool.submit(fn, item, cancel) for item in work]
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        errors = [f.exception() for f in done if f.exception() is not None]
+        if errors:
+            cancel.set()
+            for f in futures:
+                f.cancel()
+            wait(futures)
+            raise errors[0]
+
+
+def fetch_blob(backend: Backend, sha256: str, size: int, dest: Path, meter: Meter,
+               stats: TransferStats, cancel: threading.Event) -> None:
+    """Download one blob into a new file `dest`, refusing wrong content or a short stream."""
+    key = blob_key(sha256)
+    h = hashlib.sha256()
+    written = 0
+    wire = 0
+    dctx = zstandard.ZstdDecompressor().decompressobj()
+    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb", buffering=0) as out, backend.stream(key) as chunks:
+        try:
+            for chunk in chunks:
+                if cancel.is_set():
+                    raise CacheError("cancelled")
+                wire += len(chunk)
+                data = dctx.decompress(chunk)
+                written += len(data)
+                if written > size:
+                    raise CacheError(f"refused {backend.url}{key}: more data than the record's "
+                                     f"{size} bytes")
+                h.update(data)
+                out.write(data)
+                meter.advance(len(data))
+        except zstandard.ZstdError as e:
+            raise CacheError(f"refused {backend.url}{key}: not valid zstd data ({e})") from None
+    if not dctx.eof or written != size:
+        raise CacheError(f"refused {backend.url}{key}: transfer cut short ({written} of {size} "
+                         "bytes)")
+    if h.hexdigest() != sha256:
+        raise CacheError(f"refused {backend.url}{key}: content hash mismatch (tampered or "
+                         "corrupted blob)")
+    stats.add(blobs_downloaded=1, bytes_downloaded=wire, bytes_written=written)
+
+
+def download_blobs(backend: Backend, wanted: list[tuple[str, int, Path]], jobs: int,
+                   label: str, stats: TransferStats) -> None:
+    """Fetch (sha256, size, dest) blobs, biggest first, at most `jobs` at a time."""
+    wanted = sorted(wanted, key=lambda w: -w[1])
+    with Meter(label, sum(w[1] for w in wanted)) as meter:
+        _run_parallel(jobs, wanted, lambda w, cancel: fetch_blob(
+            backend, w[0], w[1], w[2], meter, stats, cancel))
+
+
+def _compressed(src: Path, sha256: str, meter: Meter, cancel: threading.Event) -> Iterator[bytes]:
+    h = hashlib.sha256()
+    cobj = zstandard.ZstdCompressor(level=ZSTD_LEVEL).compressobj()
+    with open(src, "rb") as f:
+        while chunk := f.read(CHUNK):
+            if cancel.is_set():
+                raise CacheError("cancelled")
+            h.update(chunk)
+            meter.advance(len(chunk))
+            out = cobj.compress(chunk)
+            if out:
+                yield out
+    if h.hexdigest() != sha256:
+        raise CacheError(f"push aborted: {src} no longer matches its manifest hash "
+                         "(the local store was modified)")
+    yield cobj.flush()
+
+
+def upload_blobs(backend: Backend, blobs: list[tuple[str, int, Path]], jobs: int, label: str,
+                 stats: TransferStats) -> None:
+    """Upload (sha256, size, source) blobs the cache lacks (HEAD first), biggest first."""
+    blobs = sorted(blobs, key=lambda b: -b[1])
+    with Meter(label, sum(b[1] for b in blobs)) as meter:
+        def one(b: tuple[str, int, Path], cancel: threading.Event) -> None:
+            sha, size, src = b
+            if cancel.is_set():
+                return
+            if backend.exists(blob_key(sha)):
+                meter.advance(size)
+                stats.add(blobs_present=1)
+                return
+            sent = backend.put(blob_key(sha), lambda: _compressed(src, sha, meter, cancel))
+            stats.add(blobs_uploaded=1, bytes_uploaded=sent)
+        _run_parallel(jobs, blobs, one)
+
+
+def timed(stats: TransferStats, start: float) -> TransferStats:
+    stats.seconds = time.monotonic() - start
+    return stats

@@ -1,0 +1,156 @@
+"""The cache's per-artifact record (`ac/<artifact id>.json`): manifest, summary, signature.
+
+A record is trusted only after its signature checks out (orchestrator.cache.signing); this
+model then refuses anything a malicious or broken record could use to write outside the
+artifact: absolute paths, `..`, duplicate paths, files below symlinks, symlinks that resolve
+outside the artifact, and ids that do not match the derivation.
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from orchestrator.hashing import digest_of
+from orchestrator.model.manifest import MANIFEST_NAME, FileEntry, Manifest
+
+RECORD_FORMAT = "orchestrator-cache-record/1"
+SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+ID_RE = re.compile(r"^[0-9a-f]{40}$")
+MAX_SYMLINK_HOPS = 40
+
+
+class Signature(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    key: str            # the signing key's name, e.g. "team-1"
+    sig: str            # base64 ed25519 signature of the record without this field
+
+
+class Summary(BaseModel):
+    """What a reviewer wants to see without reading the whole manifest."""
+    model_config = ConfigDict(extra="forbid")
+    derivation_sha256: str
+    files: int
+    bytes: int
+    blobs: int
+
+
+def path_problem(path: str) -> str | None:
+    """Why a manifest path is unsafe to create below the artifact dir, or None."""
+    if not path or "\0" in path:
+        return "empty path or NUL byte"
+    if path.startswith("/"):
+        return "absolute path"
+    parts = path.split("/")
+    if any(p == ".." for p in parts):
+        return "path contains '..'"
+    if any(p in ("", ".") for p in parts) or posixpath.normpath(path) != path:
+        return "path is not normalized"
+    if path == MANIFEST_NAME:
+        return "path would overwrite manifest.json"
+    return None
+
+
+def escapes(link_path: str, target: str, links: dict[str, str]) -> bool:
+    """Would following `target` from the symlink at `link_path` leave the artifact?
+
+    Resolves component by component, expanding symlinks of the same artifact like the
+    kernel does, so `a/../..` through a symlinked `a` is caught too.
+    """
+    if not target or target.startswith("/"):
+        return True
+    stack = link_path.split("/")[:-1]
+    queue = target.split("/")
+    hops = 0
+    while queue:
+        part = queue.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not stack:
+                return True
+            stack.pop()
+            continue
+        stack.append(part)
+        here = "/".join(stack)
+        if here in links:
+            hops += 1
+            nxt = links[here]
+            if hops > MAX_SYMLINK_HOPS or not nxt or nxt.startswith("/"):
+                return True
+            stack.pop()
+            queue = nxt.split("/") + queue
+    return False
+
+
+def manifest_problem(manifest: Manifest) -> str | None:
+    """First reason the manifest's file list is unsafe to materialize, or None."""
+    seen: set[str] = set()
+    links = {f.path: f.target or "" for f in manifest.files if f.kind == "symlink"}
+    for f in manifest.files:
+        bad = path_problem(f.path)
+        if bad:
+            return f"{bad}: {f.path!r}"
+        if f.path in seen:
+            return f"duplicate path {f.path!r}"
+        seen.add(f.path)
+        parts = f.path.split("/")
+        for i in range(1, len(parts)):
+            parent = "/".join(parts[:i])
+            if parent in links:
+                return f"{f.path!r} lies below the symlink {parent!r}"
+        if f.kind == "file":
+            if not SHA256_RE.match(f.sha256 or "") or f.size < 0 or f.target is not None:
+                return f"file entry {f.path!r} needs a sha256, a size and no target"
+        elif f.target is None or escapes(f.path, f.target, links):
+            return f"symlink {f.path!r} -> {f.target!r} escapes the artifact"
+    return None
+
+
+class CacheRecord(BaseModel):
+    """One artifact in the cache. `manifest.files[*].sha256` name the `cas/` blobs."""
+    model_config = ConfigDict(extra="forbid")
+    format: Literal["orchestrator-cache-record/1"] = RECORD_FORMAT
+    id: str
+    name: str
+    summary: Summary
+    manifest: Manifest
+    signature: Signature | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "CacheRecord":
+        if not ID_RE.match(self.id):
+            raise ValueError(f"artifact id {self.id!r} is not 40 hex chars")
+        if self.manifest.id != self.id or self.manifest.name != self.name:
+            raise ValueError("record id/name do not match its manifest")
+        if digest_of(self.manifest.derivation)[:40] != self.id:
+            raise ValueError("artifact id is not the hash of the record's derivation")
+        if self.summary.derivation_sha256 != digest_of(self.manifest.derivation):
+            raise ValueError("summary does not match the derivation")
+        problem = manifest_problem(self.manifest)
+        if problem:
+            raise ValueError(problem)
+        return self
+
+    @classmethod
+    def for_manifest(cls, manifest: Manifest) -> "CacheRecord":
+        """An unsigned record describing a committed artifact's manifest."""
+        blobs = {f.sha256 for f in manifest.files if f.kind == "file"}
+        return cls(id=manifest.id, name=manifest.name, manifest=manifest,
+                   summary=Summary(derivation_sha256=digest_of(manifest.derivation),
+                                   files=len(manifest.files), bytes=manifest.total_size(),
+                                   blobs=len(blobs)))
+
+    def payload(self) -> dict[str, Any]:
+        """The signed part: everything but the signature, as plain JSON values."""
+        return self.model_dump(mode="json", exclude={"signature"})
+
+    def blobs(self) -> dict[str, FileEntry]:
+        """One file entry per distinct content hash (the first path that has it)."""
+        out: dict[str, FileEntry] = {}
+        for f in self.manifest.files:
+            if f.kind == "file" and f.sha256 not in out:
+                out[f.sha256 or ""] = f
+        return out

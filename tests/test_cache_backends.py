@@ -1,0 +1,207 @@
+"""Cache backends, signing and blob transfer against a real nginx (WebDAV PUT) and a dir."""
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import zstandard
+
+sys.path.insert(0, str(Path(__file__).parent / "nginx"))
+from nginx_fixtures import nginx  # noqa: E402,F401  (fixture)
+from nginx_server import PASSWORD, TOKEN, USER, NginxServer, free_port  # noqa: E402
+
+from orchestrator.cache.backend import blob_key, open_backend  # noqa: E402
+from orchestrator.cache.config import CacheConfig, Credentials, load_config  # noqa: E402
+from orchestrator.cache.errors import CacheError  # noqa: E402
+from orchestrator.cache.signing import (SecretKey, TrustedKeys, load_signing_key,  # noqa: E402
+                                        write_key_pair)
+from orchestrator.cache.transfer import TransferStats, download_blobs, upload_blobs  # noqa: E402
+from orchestrator.errors import UserError  # noqa: E402
+
+CFG = CacheConfig(jobs=4, timeout=5)
+WRITER = Credentials(user=USER, password=PASSWORD)
+
+
+def _blob(tmp: Path, name: str, data: bytes) -> tuple[str, int, Path]:
+    p = tmp / name
+    p.write_bytes(data)
+    return hashlib.sha256(data).hexdigest(), len(data), p
+
+
+@pytest.fixture(params=["http", "file"])
+def backend_url(request: pytest.FixtureRequest, nginx: NginxServer, tmp_path: Path) -> str:
+    if request.param == "http":
+        return nginx.url("cache") + f"{request.node.name.replace('[', '-').strip(']')}/"
+    (tmp_path / "shared").mkdir()
+    return f"file://{tmp_path / 'shared'}"
+
+
+def test_put_get_head_roundtrip(backend_url: str, tmp_path: Path) -> None:
+    b = open_backend(backend_url, CFG, WRITER)
+    assert not b.exists("ac/x.json") and b.get("ac/x.json") is None
+    b.put("ac/x.json", lambda: [b'{"a":', b" 1}"])
+    assert b.exists("ac/x.json") and b.get("ac/x.json") == b'{"a": 1}'
+    with pytest.raises(CacheError, match="missing"):
+        with b.stream("cas/" + "0" * 64) as chunks:
+            list(chunks)
+
+
+def test_blobs_stream_up_and_down_with_head_first(backend_url: str, tmp_path: Path) -> None:
+    big = os.urandom(3 << 20) + b"\0" * (5 << 20)
+    blobs = [_blob(tmp_path, "big", big), _blob(tmp_path, "small", b"hello\n"),
+             _blob(tmp_path, "empty", b"")]
+    b = open_backend(backend_url, CFG, WRITER)
+    up = TransferStats()
+    upload_blobs(b, blobs, 4, "push", up)
+    assert (up.blobs_uploaded, up.blobs_present) == (3, 0)
+    assert up.bytes_uploaded < len(big)          # zstd actually compressed the zeros
+    again = TransferStats()
+    upload_blobs(b, blobs, 4, "push", again)
+    assert (again.blobs_uploaded, again.blobs_present) == (0, 3)
+    out = tmp_path / "out"
+    out.mkdir()
+    down = TransferStats()
+    download_blobs(b, [(sha, size, out / p.name) for sha, size, p in blobs], 3, "pull", down)
+    for sha, size, p in blobs:
+        assert (out / p.name).read_bytes() == p.read_bytes()
+    assert down.blobs_downloaded == 3 and down.bytes_written == len(big) + 6
+    assert down.bytes_downloaded == up.bytes_uploaded
+
+
+def _serve_raw(tmp_path: Path, url: str, key: str, raw: bytes, nginx: NginxServer) -> None:
+    if url.startswith("file://"):
+        p = Path(url[len("file://"):]) / key
+    else:
+        p = nginx.root / url.split("/", 3)[3] / key
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_bytes(raw)
+
+
+@pytest.mark.parametrize("damage,message", [
+    ("tamper", "content hash mismatch"),
+    ("truncate", "cut short"),
+    ("garbage", "not valid zstd"),
+    ("longer", "more data than"),
+])
+def test_bad_blobs_are_refused(backend_url: str, tmp_path: Path, nginx: NginxServer,
+                               damage: str, message: str) -> None:
+    data = os.urandom(1 << 20)
+    sha = hashlib.sha256(data).hexdigest()
+    good = zstandard.ZstdCompressor().compress(data)
+    raw = {"tamper": zstandard.ZstdCompressor().compress(data[:-1] + b"!"),
+           "truncate": good[: len(good) // 2],
+           "garbage": b"not zstd at all" * 100,
+           "longer": zstandard.ZstdCompressor().compress(data + b"more")}[damage]
+    _serve_raw(tmp_path, backend_url, blob_key(sha), raw, nginx)
+    dest = tmp_path / "dest"
+    with pytest.raises(CacheError, match=message):
+        download_blobs(open_backend(backend_url, CFG), [(sha, len(data), dest)], 2, "pull",
+                       TransferStats())
+
+
+def test_http_writes_need_credentials(nginx: NginxServer) -> None:
+    anon = open_backend(nginx.url("cache") + "anon/", CFG, Credentials())
+    with pytest.raises(CacheError, match="ORCH_CACHE_TOKEN, or ORCH_CACHE_USER and "
+                                         "ORCH_CACHE_PASSWORD") as e:
+        anon.put("ac/a.json", lambda: [b"{}"])
+    assert "\n" not in str(e.value) and "401" in str(e.value)
+    half = open_backend(nginx.url("cache") + "anon/", CFG, Credentials(user="pusher"))
+    with pytest.raises(CacheError, match="ORCH_CACHE_PASSWORD"):
+        half.put("ac/a.json", lambda: [b"{}"])
+    assert not (nginx.root / "cache/anon/ac/a.json").exists()
+    tok = open_backend(nginx.url("token") + "t/", CFG, Credentials(token=TOKEN))
+    tok.put("ac/a.json", lambda: [b"{}"])
+    assert open_backend(nginx.url("token") + "t/", CFG, Credentials()).get("ac/a.json") == b"{}"
+    with pytest.raises(CacheError, match="rejected"):
+        open_backend(nginx.url("token") + "t/", CFG, Credentials(token="wrong")).put(
+            "ac/b.json", lambda: [b"{}"])
+
+
+def test_server_down_is_one_clear_line() -> None:
+    url = f"http://127.0.0.1:{free_port()}/cache/"
+    b = open_backend(url, CacheConfig(timeout=2), Credentials())
+    with pytest.raises(CacheError, match="is down or unreachable") as e:
+        b.get("ac/x.json")
+    assert "\n" not in str(e.value)
+    with pytest.raises(CacheError, match="is down"):
+        b.exists("cas/" + "0" * 64)
+
+
+def test_server_closing_early_is_refused(tmp_path: Path) -> None:
+    """A server that announces the full length, sends half, and hangs up."""
+    data = os.urandom(2 << 20)
+    sha = hashlib.sha256(data).hexdigest()
+    body = zstandard.ZstdCompressor().compress(data)
+    srv = socket.create_server(("127.0.0.1", 0))
+    port = srv.getsockname()[1]
+
+    def serve() -> None:
+        for _ in range(4):  # the client may retry; every attempt is cut short
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body)
+                             + body[: len(body) // 2])
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        b = open_backend(f"http://127.0.0.1:{port}/", CacheConfig(timeout=5), Credentials())
+        with pytest.raises(CacheError, match="cut short") as e:
+            download_blobs(b, [(sha, len(data), tmp_path / "x")], 1, "pull", TransferStats())
+        assert "\n" not in str(e.value)
+    finally:
+        srv.close()
+
+
+def test_file_backend_missing_dir(tmp_path: Path) -> None:
+    b = open_backend(f"file://{tmp_path}/not-mounted", CFG)
+    with pytest.raises(CacheError, match="does not exist"):
+        b.get("ac/x.json")
+
+
+def test_signing_roundtrip_and_refusals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret_path, public = write_key_pair("team-1", tmp_path / "keys")
+    assert secret_path.stat().st_mode & 0o777 == 0o600
+    assert public.startswith("team-1:")
+    monkeypatch.setenv("ORCH_CACHE_SIGNING_KEY", str(secret_path))
+    key = load_signing_key()
+    doc = {"id": "abc", "manifest": {"files": [{"path": "a", "sha256": "00"}]}}
+    signed = dict(doc, signature=key.sign(doc))
+    assert TrustedKeys([public]).verify(signed, "rec") == "team-1"
+    other = SecretKey.generate("team-1")  # same name, different key
+    with pytest.raises(CacheError, match="bad signature"):
+        TrustedKeys([other.public.line()]).verify(signed, "rec")
+    with pytest.raises(CacheError, match="untrusted key 'team-1'"):
+        TrustedKeys([SecretKey.generate("bot").public.line()]).verify(signed, "rec")
+    with pytest.raises(CacheError, match="unsigned"):
+        TrustedKeys([public]).verify(doc, "rec")
+    tampered = dict(signed, id="abd")
+    with pytest.raises(CacheError, match="bad signature"):
+        TrustedKeys([public]).verify(tampered, "rec")
+
+
+def test_keys_and_config_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(UserError, match="inside the repository"):
+        write_key_pair("k", tmp_path / "repo" / "keys", repo_root=tmp_path / "repo")
+    write_key_pair("k", tmp_path / "keys")
+    with pytest.raises(UserError, match="already exists"):
+        write_key_pair("k", tmp_path / "keys")
+    monkeypatch.delenv("ORCH_CACHE_SIGNING_KEY", raising=False)
+    with pytest.raises(UserError, match="ORCH_CACHE_SIGNING_KEY"):
+        load_signing_key()
+    cfg = tmp_path / "cache.toml"
+    cfg.write_text('[cache]\nsubstituters = ["ftp://x"]\n')
+    monkeypatch.setenv("ORCH_CACHE_CONFIG", str(cfg))
+    with pytest.raises(UserError, match="cache.substituters"):
+        load_config(tmp_path)
+    cfg.write_text('[cache]\ntrusted-keys = ["team-1:notbase64!"]\n')
+    with pytest.raises(UserError, match="not valid base64"):
+        load_config(tmp_path)
