@@ -1,0 +1,1 @@
+"""orchestrator: locked toolchains, content-addressed builds, atomic variant switches."""

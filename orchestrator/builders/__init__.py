@@ -1,0 +1,70 @@
+"""Builders: turn a plan + toolchain + source into an installed prefix and meta/ files."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from orchestrator.errors import UserError
+from orchestrator.plan import Plan
+from orchestrator.toolchain import Toolchain
+
+LOGICAL_SRC_ROOT = "/orch/src"
+LOGICAL_BUILD_ROOT = "/orch/build"
+
+
+@dataclass
+class BuildContext:
+    plan: Plan
+    toolchain: Toolchain
+    source_dir: Path
+    build_dir: Path          # persistent, per recipe+variant+checkout: incremental rebuilds
+    stage: Path              # artifact staging dir: write stage/prefix and stage/meta
+    env: dict[str, str]
+    jobs: int
+    log: Path
+
+    @property
+    def prefix(self) -> Path:
+        return self.stage / "prefix"
+
+    @property
+    def meta(self) -> Path:
+        return self.stage / "meta"
+
+    @property
+    def logical_source(self) -> str:
+        return f"{LOGICAL_SRC_ROOT}/{self.plan.recipe.name}"
+
+    @property
+    def logical_build(self) -> str:
+        return f"{LOGICAL_BUILD_ROOT}/{self.plan.recipe.name}-{self.plan.variant_name}"
+
+    def prefix_map_flags(self) -> list[str]:
+        """Debug info and __FILE__ name logical roots, not this machine's paths."""
+        return [f"-ffile-prefix-map={self.source_dir}={self.logical_source}",
+                f"-ffile-prefix-map={self.build_dir}={self.logical_build}"]
+
+    def prefix_map(self) -> dict[str, str]:
+        return {self.logical_source: "source", self.logical_build: "build"}
+
+
+class Builder(Protocol):
+    def build(self, ctx: BuildContext) -> None: ...
+
+
+def build_dir_key(plan: Plan) -> str:
+    """One build tree per recipe, variant and checkout location (CMakeCache pins the source)."""
+    where = hashlib.sha256(str(plan.source_dir).encode()).hexdigest()[:8]
+    return f"{plan.recipe.name}-{plan.variant_name}-{where}"
+
+
+def get_builder(system: str) -> Builder:
+    if system == "cmake":
+        from orchestrator.builders.cmake import CMakeBuilder
+        return CMakeBuilder()
+    if system == "pytorch":
+        from orchestrator.builders.pytorch import PyTorchBuilder  # type: ignore[import-not-found]
+        return PyTorchBuilder()
+    raise UserError(f"build system {system!r} has no builder yet; use cmake")

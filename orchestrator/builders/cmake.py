@@ -1,0 +1,88 @@
+"""CMake + Ninja from the toolchain: configure once per build tree, build, install, meta/."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from orchestrator.builders import BuildContext
+from orchestrator.builders.process import NINJA_STATUS, run_logged
+from orchestrator.hashing import digest_of
+
+CONFIGURE_STAMP = ".orch-configure.json"
+
+
+def define_value(v: bool | int | str) -> str:
+    if isinstance(v, bool):
+        return "ON" if v else "OFF"
+    return str(v)
+
+
+def configure_args(ctx: BuildContext) -> list[str]:
+    tc, var = ctx.toolchain, ctx.plan.variant
+    flags = " ".join([*ctx.prefix_map_flags(), *var.cflags])
+    defines: dict[str, str] = {
+        "CMAKE_BUILD_TYPE": var.build_type,
+        "CMAKE_EXPORT_COMPILE_COMMANDS": "ON",
+        "CMAKE_MAKE_PROGRAM": str(tc.ninja),
+        "CMAKE_C_COMPILER": str(tc.cc),
+        "CMAKE_CXX_COMPILER": str(tc.cxx),
+        "CMAKE_C_FLAGS": flags,
+        "CMAKE_CXX_FLAGS": flags,
+        "CMAKE_INSTALL_PREFIX": "/orch/prefix",
+        "Python3_EXECUTABLE": str(tc.python),
+        "Python_EXECUTABLE": str(tc.python),
+        "Python3_FIND_VIRTUALENV": "ONLY",
+    }
+    if tc.nvcc is not None:
+        defines["CMAKE_CUDA_COMPILER"] = str(tc.nvcc)
+    defines.update({k: define_value(v) for k, v in var.defines.items()})
+    return ["-G", "Ninja", *(f"-D{k}={v}" for k, v in sorted(defines.items()))]
+
+
+def configure(ctx: BuildContext) -> None:
+    """Run cmake only when the tree is new or the configure arguments changed."""
+    args = configure_args(ctx)
+    stamp = ctx.build_dir / CONFIGURE_STAMP
+    wanted = digest_of({"args": args, "source": str(ctx.source_dir)})
+    if (ctx.build_dir / "build.ninja").is_file() and stamp.is_file() \
+            and json.loads(stamp.read_text()).get("digest") == wanted:
+        return
+    ctx.build_dir.mkdir(parents=True, exist_ok=True)
+    run_logged([ctx.toolchain.cmake, "-S", ctx.source_dir, "-B", ctx.build_dir, *args],
+               env=ctx.env, log=ctx.log, title="configure")
+    stamp.write_text(json.dumps({"digest": wanted}))
+
+
+def compile_(ctx: BuildContext) -> None:
+    env = {**ctx.env, "NINJA_STATUS": NINJA_STATUS}
+    run_logged([ctx.toolchain.ninja, "-C", ctx.build_dir, "-j", str(ctx.jobs),
+                *ctx.plan.variant.targets], env=env, log=ctx.log, title="build")
+
+
+def install(ctx: BuildContext) -> None:
+    run_logged([ctx.toolchain.cmake, "--install", ctx.build_dir, "--prefix", ctx.prefix],
+               env=ctx.env, log=ctx.log, title="install")
+
+
+def collect_meta(ctx: BuildContext) -> None:
+    ctx.meta.mkdir(parents=True, exist_ok=True)
+    for name, dest in (("CMakeCache.txt", "CMakeCache.txt"),
+                       ("compile_commands.json", "compile_commands.json"),
+                       (".ninja_log", "ninja_log")):
+        src = ctx.build_dir / name
+        if src.is_file():
+            shutil.copy2(src, ctx.meta / dest)
+
+
+class CMakeBuilder:
+    def build(self, ctx: BuildContext) -> None:
+        configure(ctx)
+        compile_(ctx)
+        ctx.prefix.mkdir(parents=True, exist_ok=True)
+        if not ctx.plan.variant.targets:
+            install(ctx)
+        collect_meta(ctx)
+
+
+__all__ = ["CMakeBuilder", "configure", "compile_", "install", "collect_meta"]

@@ -1,0 +1,104 @@
+"""Canonical JSON and content hashes (files, trees) with a stat cache for no-op runs."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+CHUNK = 1 << 20
+
+
+def canonical_json(obj: Any) -> bytes:
+    """Sorted keys, no whitespace, UTF-8: the one byte form a value hashes as."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def pretty_json(obj: Any) -> str:
+    """Sorted, indented, newline-terminated: what machine-written files look like on disk."""
+    return json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path | str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def digest_of(obj: Any) -> str:
+    return sha256_bytes(canonical_json(obj))
+
+
+class StatCache:
+    """Maps (path, size, mtime_ns, ino, ctime_ns) to sha256 so unchanged files are not re-read.
+
+    Stored as one JSON file; written atomically. A stale entry is impossible to hit because
+    any write to a file changes its mtime/ctime.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.entries: dict[str, list] = {}
+        self.dirty = False
+        try:
+            self.entries = json.loads(path.read_text())
+        except (OSError, ValueError):
+            self.entries = {}
+
+    def sha256(self, file: Path) -> str:
+        st = file.stat()
+        key = str(file)
+        sig = [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+        hit = self.entries.get(key)
+        if hit and hit[:4] == sig:
+            return hit[4]
+        digest = sha256_file(file)
+        self.entries[key] = sig + [digest]
+        self.dirty = True
+        return digest
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(self.entries, separators=(",", ":")))
+        os.replace(tmp, self.path)
+        self.dirty = False
+
+
+def iter_tree(root: Path, exclude_dirs: Iterable[str] = (".git",)) -> list[Path]:
+    """Every regular file and symlink under root, sorted, skipping excluded directory names."""
+    skip = set(exclude_dirs)
+    out: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in skip and not
+                             (os.path.islink(os.path.join(dirpath, d))))
+        for name in filenames:
+            out.append(Path(dirpath) / name)
+        for name in os.listdir(dirpath):
+            p = Path(dirpath) / name
+            if p.is_symlink() and p.is_dir():
+                out.append(p)
+    return sorted(set(out))
+
+
+def tree_digest(root: Path, cache: StatCache | None = None,
+                exclude_dirs: Iterable[str] = (".git",)) -> str:
+    """Hash of a directory's content: relative paths, exec bits, symlink targets, file hashes."""
+    items = []
+    for f in iter_tree(root, exclude_dirs):
+        rel = f.relative_to(root).as_posix()
+        if f.is_symlink():
+            items.append([rel, "l", os.readlink(f)])
+        else:
+            digest = cache.sha256(f) if cache else sha256_file(f)
+            items.append([rel, "x" if os.access(f, os.X_OK) else "f", digest])
+    return digest_of(items)

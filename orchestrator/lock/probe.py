@@ -1,0 +1,68 @@
+"""Read the machine's impure inputs (interpreter, compilers, system packages) as lock entries.
+
+Used both to write the lock and to check the machine against it, so the two can never
+disagree about what is measured.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from orchestrator.errors import UserError
+from orchestrator.hashing import sha256_file
+from orchestrator.model.lock import CompilerEntry, PythonEntry, SystemPackageEntry
+
+PY_PROBE = r"""
+import json, platform, sysconfig
+g = sysconfig.get_config_var
+print(json.dumps({"version": platform.python_version(), "soabi": g("SOABI"),
+  "ext_suffix": g("EXT_SUFFIX"),
+  "libpython": g("INSTSONAME") if g("Py_ENABLE_SHARED") else None}))
+"""
+
+
+def probe_python(path: str) -> PythonEntry:
+    exe = shutil.which(path) if not os.path.isabs(path) else path
+    if not exe or not os.path.exists(exe):
+        raise UserError(f"python interpreter {path!r} not found; install it or fix [python] in the lock spec")
+    real = os.path.realpath(exe)
+    if "conda" in real.split(os.sep) or Path(real).parent.joinpath("conda").exists():
+        raise UserError(f"python interpreter {real} belongs to conda; its static libpython breaks "
+                        "lldb: use the system python3 (/usr/bin/python3)")
+    out = subprocess.run([exe, "-c", PY_PROBE], capture_output=True, text=True, check=True).stdout
+    facts = json.loads(out)
+    return PythonEntry(name="python", path=exe, version=facts["version"], soabi=facts["soabi"],
+                       ext_suffix=facts["ext_suffix"], sha256=sha256_file(real),
+                       libpython_soname=facts["libpython"])
+
+
+def compiler_version_line(exe: str) -> str:
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+    lines = [ln.strip() for ln in out.splitlines() if ln.strip()]
+    for ln in lines:  # nvcc puts the release on a later line
+        if "release" in ln and "Cuda" in ln:
+            return ln
+    return lines[0] if lines else "unknown"
+
+
+def probe_compiler(name: str, command: str) -> CompilerEntry:
+    exe = shutil.which(command)
+    if not exe:
+        raise UserError(f"compiler {name}={command!r} not found on PATH; install it or fix [compilers] in the lock spec")
+    return CompilerEntry(name=name, path=exe, version=compiler_version_line(exe),
+                         sha256=sha256_file(os.path.realpath(exe)))
+
+
+def probe_syspkg(name: str) -> SystemPackageEntry | None:
+    """The installed version of a Debian package, or None when it is not installed."""
+    res = subprocess.run(["dpkg-query", "-W", "-f", "${Status}\t${Version}\t${Architecture}", name],
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        return None
+    status, version, arch = res.stdout.split("\t")
+    if not status.endswith("installed") or status.startswith("deinstall"):
+        return None
+    return SystemPackageEntry(name=name, version=version, arch=arch)

@@ -1,0 +1,137 @@
+"""`doit lock`: resolve locks/<name>.toml into locks/<name>.lock.json."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import urllib.parse
+from pathlib import Path
+
+from orchestrator.errors import UserError
+from orchestrator.hashing import sha256_file
+from orchestrator.lock.files import load_spec
+from orchestrator.lock.probe import probe_compiler, probe_python, probe_syspkg
+from orchestrator.model.lock import CondaEntry, DebEntry, Lock, LockEntry, PypiEntry
+from orchestrator.platform_facts import platform_facts
+
+
+def resolve_pypi(interpreter: str, requirements: list[str]) -> list[PypiEntry]:
+    """Ask pip (of a throwaway venv of the locked interpreter) what it would install."""
+    if not requirements:
+        return []
+    with tempfile.TemporaryDirectory(prefix="orch-lock-") as tmp:
+        venv = Path(tmp) / "venv"
+        subprocess.run([interpreter, "-m", "venv", str(venv)], check=True)
+        report = Path(tmp) / "report.json"
+        res = subprocess.run(
+            [str(venv / "bin" / "python"), "-m", "pip", "install", "--dry-run", "--ignore-installed",
+             "--quiet", "--only-binary=:all:", "--report", str(report), *requirements],
+            capture_output=True, text=True)
+        if res.returncode != 0:
+            last = (res.stderr.strip().splitlines() or ["pip failed"])[-1]
+            raise UserError(f"pip could not resolve the [pypi] requirements: {last}")
+        data = json.loads(report.read_text())
+    entries = []
+    for item in data["install"]:
+        info = item["download_info"]
+        url = info["url"]
+        filename = urllib.parse.unquote(url.rsplit("/", 1)[-1])
+        hashes = info.get("archive_info", {}).get("hashes") or {}
+        digest = hashes.get("sha256")
+        if digest is None and url.startswith("file://"):
+            digest = sha256_file(urllib.parse.unquote(url[len("file://"):]))
+        if digest is None:
+            raise UserError(f"pip reported no sha256 for {filename}; cannot lock it")
+        meta = item["metadata"]
+        entries.append(PypiEntry(name=meta["name"].lower().replace("_", "-"),
+                                 version=meta["version"], filename=filename, sha256=digest))
+    return entries
+
+
+def _apt_show(package: str) -> dict[str, str]:
+    res = subprocess.run(["apt-cache", "show", "--no-all-versions", package],
+                         capture_output=True, text=True)
+    if res.returncode != 0 or not res.stdout.strip():
+        raise UserError(f"Debian package {package!r} is not known to apt; run `apt-get update` "
+                        "or fix [deb] in the lock spec")
+    fields: dict[str, str] = {}
+    for line in res.stdout.split("\n\n")[0].splitlines():
+        if line[:1].isspace() or ":" not in line:
+            continue
+        k, v = line.split(":", 1)
+        fields[k] = v.strip()
+    return fields
+
+
+def _dependency_names(depends: str) -> list[list[str]]:
+    groups = []
+    for part in depends.split(","):
+        alts = [a.strip().split(" ")[0].split(":")[0] for a in part.split("|") if a.strip()]
+        if alts:
+            groups.append(alts)
+    return groups
+
+
+def resolve_debs(packages: list[str], exclude: list[str]) -> list[DebEntry]:
+    """The named packages plus, recursively, dependencies the system does not have."""
+    seen: dict[str, DebEntry] = {}
+    todo = list(packages)
+    while todo:
+        name = todo.pop(0)
+        if name in seen or name in exclude:
+            continue
+        f = _apt_show(name)
+        seen[name] = DebEntry(name=name, version=f["Version"], arch=f["Architecture"],
+                              sha256=f["SHA256"], filename=f["Filename"].rsplit("/", 1)[-1])
+        for alts in _dependency_names(f.get("Depends", "") + ("," + f["Pre-Depends"] if "Pre-Depends" in f else "")):
+            if any(probe_syspkg(a) is not None for a in alts) or any(a in seen for a in alts):
+                continue
+            todo.append(alts[0])
+    return list(seen.values())
+
+
+def resolve_conda(lockfile: Path, platform: str) -> list[CondaEntry]:
+    """Entries for one platform of a conda-lock file, read with conda-lock's own models."""
+    from conda_lock.lockfile import parse_conda_lock_file
+
+    if not lockfile.is_file():
+        raise UserError(f"conda-lock file {lockfile} not found; fix [conda] lockfile in the lock spec")
+    parsed = parse_conda_lock_file(lockfile)
+    out = []
+    for pkg in parsed.package:
+        if pkg.platform != platform or pkg.manager != "conda":
+            continue
+        out.append(CondaEntry(name=pkg.name, version=pkg.version, platform=pkg.platform,
+                              url_filename=pkg.url.rsplit("/", 1)[-1],
+                              sha256=pkg.hash.sha256, md5=pkg.hash.md5))
+    return out
+
+
+def resolve_lock(locks_dir: Path, name: str) -> Lock:
+    spec, spec_sha = load_spec(locks_dir, name)
+    entries: list[LockEntry] = []
+    py = probe_python(spec.python.interpreter)
+    entries.append(py)
+    entries += resolve_pypi(py.path, spec.pypi.requirements)
+    entries += resolve_debs(spec.deb.packages, spec.deb.exclude)
+    for cname, command in sorted(spec.compilers.items()):
+        entries.append(probe_compiler(cname, command))
+    for pkg in spec.system.packages:
+        found = probe_syspkg(pkg)
+        if found is None:
+            raise UserError(f"system package {pkg!r} ([system] in {locks_dir / (name + '.toml')}) "
+                            f"is not installed; apt-get install {pkg}")
+        entries.append(found)
+    if spec.conda is not None:
+        entries += resolve_conda((locks_dir / spec.conda.lockfile), spec.conda.platform)
+    keyed = {e.key: e for e in entries}
+    return Lock(name=name, spec_sha256=spec_sha, platform=platform_facts(), entries=keyed)
+
+
+def lock_all(locks_dir: Path, only: str | None = None) -> list[Lock]:
+    names = [only] if only else sorted(p.name[:-len(".toml")] for p in locks_dir.glob("*.toml"))
+    return [resolve_lock(locks_dir, n) for n in names]
+
+
+

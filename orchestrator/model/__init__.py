@@ -1,0 +1,1 @@
+"""Pydantic schemas: lock, recipe, manifest, cache records."""

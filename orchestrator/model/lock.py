@@ -1,0 +1,151 @@
+"""The lock: every input that can change a build's output, each pinned by a content hash.
+
+`locks/<name>.toml` (human-written spec) is resolved by `doit lock` into
+`locks/<name>.lock.json` (machine-written, sorted keys). Entries are keyed
+`<kind>:<name>` and discriminated by `kind`, so new sources slot in as new kinds.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from orchestrator.hashing import digest_of
+
+SHA256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}:{self.name}"  # type: ignore[attr-defined]
+
+    def digest(self) -> str:
+        return digest_of(self.model_dump(mode="json"))
+
+
+class PythonEntry(_Entry):
+    """The system interpreter the build venv is made from (never conda's: static libpython)."""
+    kind: Literal["python"] = "python"
+    path: str
+    version: str
+    soabi: str
+    ext_suffix: str
+    sha256: SHA256
+    libpython_soname: str | None
+
+    @property
+    def key(self) -> str:
+        return "python"
+
+
+class PypiEntry(_Entry):
+    kind: Literal["pypi"] = "pypi"
+    version: str
+    filename: str
+    sha256: SHA256
+
+
+class DebEntry(_Entry):
+    kind: Literal["deb"] = "deb"
+    version: str
+    arch: str
+    sha256: SHA256
+    filename: str
+
+
+class CompilerEntry(_Entry):
+    """A compiler driver found on the machine (an impure input, checked at every use)."""
+    kind: Literal["compiler"] = "compiler"
+    path: str
+    version: str
+    sha256: SHA256
+
+
+class SystemPackageEntry(_Entry):
+    """A Debian package the build links against from the system (checked, not fetched)."""
+    kind: Literal["syspkg"] = "syspkg"
+    version: str
+    arch: str
+
+
+class CondaEntry(_Entry):
+    """A package from a conda-lock file (recorded and hashed; platform-specific)."""
+    kind: Literal["conda"] = "conda"
+    version: str
+    platform: str
+    url_filename: str
+    sha256: SHA256 | None = None
+    md5: str | None = None
+
+
+class TorchAbiEntry(_Entry):
+    """Facts read from the locked torch wheel that builds against it must match."""
+    kind: Literal["torch"] = "torch"
+    version: str
+    cxx11_abi: bool
+
+
+LockEntry = Annotated[
+    Union[PythonEntry, PypiEntry, DebEntry, CompilerEntry, SystemPackageEntry, CondaEntry,
+          TorchAbiEntry],
+    Field(discriminator="kind"),
+]
+
+
+class Lock(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    schema_version: Literal[1] = 1
+    name: str
+    spec_sha256: SHA256
+    platform: dict[str, str]
+    entries: dict[str, LockEntry]
+
+    def get(self, key: str) -> LockEntry:
+        return self.entries[key]
+
+    def digest(self) -> str:
+        return digest_of(self.model_dump(mode="json"))
+
+
+class PythonSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    interpreter: str = "/usr/bin/python3"
+
+
+class PypiSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    requirements: list[str] = []
+
+
+class DebSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    packages: list[str] = []
+    # Dependencies never to pull in even when the system lacks them (e.g. -dev packages
+    # a tool declares but does not need at run time).
+    exclude: list[str] = []
+
+
+class SystemSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    packages: list[str] = []
+
+
+class CondaSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    lockfile: str
+    platform: str = "linux-64"
+
+
+class LockSpec(BaseModel):
+    """`locks/<name>.toml`: what to resolve."""
+    model_config = ConfigDict(extra="forbid")
+    python: PythonSpec = PythonSpec()
+    pypi: PypiSpec = PypiSpec()
+    deb: DebSpec = DebSpec()
+    compilers: dict[str, str] = {}
+    system: SystemSpec = SystemSpec()
+    conda: CondaSpec | None = None

@@ -1,0 +1,136 @@
+"""The recipe: a human-written TOML saying what to build and in which variants.
+
+Validated strictly (unknown fields are errors); its identity is its parsed content, so
+comments and key order never change an artifact id.
+"""
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from orchestrator.errors import UserError
+from orchestrator.model.verify_rules import VerifyRules
+
+DefineValue = Union[bool, int, str]
+STANDARD_VARIANTS = ("relwithdebinfo", "release", "debug")
+NAME_RE = r"^[a-z0-9][a-z0-9_.-]*$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PathSource(_Strict):
+    """A directory on disk: relative to the recipes/ folder, or absolute."""
+    kind: Literal["path"] = "path"
+    path: str
+
+
+SourceSpec = Annotated[Union[PathSource], Field(discriminator="kind")]
+
+
+class BuildSpec(_Strict):
+    system: Literal["cmake", "setuptools", "pytorch"]
+    defines: dict[str, DefineValue] = {}
+    env: dict[str, str] = {}
+    cflags: list[str] = []
+    targets: list[str] = []
+    # Lock entries the build depends on; None means the build system's default set.
+    uses: list[str] | None = None
+
+
+class VariantSpec(_Strict):
+    build_type: Literal["RelWithDebInfo", "Release", "Debug", "MinSizeRel"]
+    defines: dict[str, DefineValue] = {}
+    env: dict[str, str] = {}
+    cflags: list[str] = []
+
+
+class OutputSpec(_Strict):
+    """Where the installed prefix keeps things the workspace puts on its paths."""
+    lib: list[str] = ["lib"]
+    bin: list[str] = ["bin"]
+    python: list[str] = ["python"]
+
+
+class Recipe(_Strict):
+    name: str = Field(pattern=NAME_RE)
+    description: str = ""
+    lock: str = "toolchain"
+    source: SourceSpec
+    build: BuildSpec
+    variants: dict[str, VariantSpec]
+    outputs: OutputSpec = OutputSpec()
+    verify: VerifyRules = VerifyRules()
+
+    @field_validator("variants")
+    @classmethod
+    def _variant_names(cls, v: dict[str, VariantSpec]) -> dict[str, VariantSpec]:
+        if not v:
+            raise ValueError("at least one variant is required")
+        for name in v:
+            if not re.match(NAME_RE, name):
+                raise ValueError(f"variant name {name!r} must match {NAME_RE}")
+        return v
+
+
+class ResolvedVariant(_Strict):
+    """A variant's options after merging the recipe-wide build section into it."""
+    name: str
+    build_type: str
+    defines: dict[str, DefineValue]
+    env: dict[str, str]
+    cflags: list[str]
+    targets: list[str]
+
+
+def resolve_variant(recipe: Recipe, variant: str, *, where: str) -> ResolvedVariant:
+    if variant not in recipe.variants:
+        known = ", ".join(sorted(recipe.variants))
+        raise UserError(f"{where}: unknown variant {variant!r}; this recipe has: {known}")
+    v = recipe.variants[variant]
+    return ResolvedVariant(
+        name=variant,
+        build_type=v.build_type,
+        defines={**recipe.build.defines, **v.defines},
+        env={**recipe.build.env, **v.env},
+        cflags=[*recipe.build.cflags, *v.cflags],
+        targets=list(recipe.build.targets),
+    )
+
+
+def describe_validation_error(err: ValidationError) -> str:
+    """The first problem of a pydantic error as 'field.path: message'."""
+    first = err.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"] if not str(p).startswith("function-")) or "(top)"
+    return f"{loc}: {first['msg']}"
+
+
+def recipe_path(recipes_dir: Path, name: str) -> Path:
+    if not re.match(NAME_RE, name):
+        raise UserError(f"recipe name {name!r} is not valid: use lower-case letters, digits, '-', '_'")
+    path = recipes_dir / f"{name}.toml"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in recipes_dir.glob("*.toml"))) or "none"
+        raise UserError(f"unknown recipe {name!r}: no {path}; known recipes: {known}")
+    return path
+
+
+def load_recipe(recipes_dir: Path, name: str) -> Recipe:
+    """Parse and validate recipes/<name>.toml; any problem is one UserError line."""
+    path = recipe_path(recipes_dir, name)
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{path}: malformed TOML: {e}; fix the file") from None
+    data.setdefault("name", name)
+    if data["name"] != name:
+        raise UserError(f"{path}: name = {data['name']!r} does not match the file name {name!r}")
+    try:
+        return Recipe.model_validate(data)
+    except ValidationError as e:
+        raise UserError(f"{path}: {describe_validation_error(e)}; fix the recipe") from None

@@ -1,0 +1,37 @@
+"""A recipe's verification rules (`[verify]` in the recipe TOML)."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+VERSION_RE = r"^\d+(\.\d+)*$"
+
+
+class VerifyRules(BaseModel):
+    """What `doit verify` checks beyond the defaults (see docs/verify.md)."""
+    model_config = ConfigDict(extra="forbid")
+    # Sonames (or glob patterns) that may resolve to system library directories; glibc,
+    # libstdc++ and libgcc_s (the platform) are always allowed.
+    allowed_system_libs: list[str] = []
+    # Library path (relative to prefix) -> demangled symbol patterns it must export.
+    required_symbols: dict[str, list[str]] = {}
+    # Extension modules: "forbid" any libpython; "interpreter" allows exactly the locked
+    # interpreter's libpython soname.
+    libpython: Literal["forbid", "interpreter"] = "forbid"
+    # Highest symbol version the artifact may need, e.g. {"GLIBC": "2.28", "GLIBCXX": "3.4.30"}.
+    max_versions: dict[Literal["GLIBC", "GLIBCXX", "CXXABI"], str] = {}
+    # Globs (relative to prefix) of the project's own libraries whose debug info is checked.
+    own_libs: list[str] = ["**/*.so", "**/*.so.*", "bin/*"]
+    # Globs (relative to prefix) allowed to carry debug info in release variants.
+    release_debug_allowed: list[str] = []
+    # Variant -> expected -O level in DW_AT_producer ("0", "1", "2", "3", "s", "g", "fast").
+    opt_level: dict[str, str] = {}
+    # Extra meta/CMakeCache.txt entries every variant must have, e.g. {"BUILD_SHARED_LIBS": "ON"}.
+    cmake_cache: dict[str, str] = {}
+    # Variant -> CUDA architectures in CMake syntax ("80", "90-real", "90-virtual"); when absent
+    # the variant's CMAKE_CUDA_ARCHITECTURES define is used.
+    cuda_architectures: dict[str, str] = {}
+    # Checks not to run for this recipe (the report records them as skipped).
+    skip: list[Literal["resolution", "symbols", "cxx_abi", "python", "debug_info",
+                       "portability", "required_symbols", "cuda"]] = Field(default_factory=list)

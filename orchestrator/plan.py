@@ -1,0 +1,90 @@
+"""Plan: recipe + variant + lock + source → derivation → artifact id.
+
+The derivation holds everything that reaches the build and nothing that cannot change its
+output (parallelism, compiler cache, log level, the checkout's absolute path).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orchestrator.errors import UserError
+from orchestrator.hashing import digest_of
+from orchestrator.lock.files import load_lock
+from orchestrator.model.lock import Lock, LockEntry
+from orchestrator.model.recipe import Recipe, ResolvedVariant, load_recipe, resolve_variant
+from orchestrator.platform_facts import platform_facts
+from orchestrator.settings import Settings
+from orchestrator.source import PreparedSource, prepare_source
+from orchestrator.store import Store
+from orchestrator.toolchain import check_machine
+
+DERIVATION_SCHEMA = 1
+# Lock entries a build system depends on when the recipe does not say.
+DEFAULT_USES = {
+    "cmake": ["python", "compiler:cc", "compiler:cxx", "pypi:cmake", "pypi:ninja"],
+    "setuptools": ["python", "compiler:cc", "compiler:cxx", "pypi:setuptools"],
+    "pytorch": ["python", "compiler:cc", "compiler:cxx", "pypi:cmake", "pypi:ninja"],
+}
+
+
+@dataclass
+class Plan:
+    recipe: Recipe
+    variant_name: str
+    variant: ResolvedVariant
+    lock: Lock
+    inputs: dict[str, LockEntry]
+    source: PreparedSource
+    derivation: dict[str, Any]
+    artifact_id: str
+
+    @property
+    def source_dir(self) -> Path:
+        return self.source.dir
+
+    @property
+    def name(self) -> str:
+        return f"{self.artifact_id}-{self.recipe.name}-{self.variant_name}"
+
+
+def artifact_id_of(derivation: dict[str, Any]) -> str:
+    return digest_of(derivation)[:40]
+
+
+def used_keys(recipe: Recipe) -> list[str]:
+    if recipe.build.uses is not None:
+        return sorted(recipe.build.uses)
+    return sorted(DEFAULT_USES[recipe.build.system])
+
+
+def make_plan(settings: Settings, store: Store, recipe_name: str | None = None,
+              variant: str | None = None) -> Plan:
+    name = recipe_name or settings.recipe
+    recipe = load_recipe(settings.recipes_dir, name)
+    where = f"recipes/{name}.toml"
+    resolved = resolve_variant(recipe, variant or settings.variant, where=where)
+    if settings.vars.get("targets"):
+        resolved = resolved.model_copy(update={"targets": settings.vars["targets"].split(",")})
+    lock = load_lock(settings.locks_dir, recipe.lock)
+    keys = used_keys(recipe)
+    missing = [k for k in keys if k not in lock.entries]
+    if missing:
+        raise UserError(f"{where}: build.uses names {missing[0]!r}, which locks/{recipe.lock}.lock.json "
+                        "does not have; add it to the lock spec and run `doit lock`")
+    check_machine(lock, keys)
+    source = prepare_source(settings, recipe, store)
+    inputs = {k: lock.entries[k] for k in keys}
+    derivation = {
+        "schema": DERIVATION_SCHEMA,
+        "builder": recipe.build.system,
+        "recipe": recipe.model_dump(mode="json"),
+        "variant": resolved.model_dump(mode="json"),
+        "inputs": {k: e.digest() for k, e in inputs.items()},
+        "source": source.identity,
+        "platform": platform_facts(),
+    }
+    return Plan(recipe=recipe, variant_name=resolved.name, variant=resolved, lock=lock,
+                inputs=inputs, source=source, derivation=derivation,
+                artifact_id=artifact_id_of(derivation))

@@ -1,0 +1,103 @@
+"""Realise a plan: already in the store, substitute from a cache, or build → verify → commit."""
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.builders import BuildContext, build_dir_key, get_builder
+from orchestrator.console import console
+from orchestrator.errors import CheckFailed
+from orchestrator.hashing import pretty_json
+from orchestrator.model.manifest import Manifest
+from orchestrator.plan import Plan, make_plan
+from orchestrator.settings import Settings
+from orchestrator.store import Store, remove_tree, write_atomic
+from orchestrator.toolchain import Toolchain, ensure_toolchain
+
+
+@dataclass
+class Realised:
+    path: Path
+    plan: Plan
+    origin: str  # "present" | "built" | "substituted from <url>"
+
+
+def failed_dir(store: Store, plan: Plan) -> Path:
+    return store.tmp_dir / f"failed-{plan.name}"
+
+
+def run_verify(stage: Path, plan: Plan, toolchain: Toolchain, settings: Settings) -> dict | None:
+    """Verify the staged artifact; keep it for inspection and stop unless force=1."""
+    try:
+        from orchestrator.verify import verify_artifact
+    except ImportError:  # TEMPORARY until the verifier lands (issue 3)
+        console.print("[yellow]verify: not available yet, skipped[/]")
+        return None
+    report = verify_artifact(stage, plan, toolchain)
+    summary = report.summary()
+    write_atomic(stage / "meta" / "verify.json", pretty_json(report.to_json()))
+    if not report.ok:
+        console.print(report.render())
+        if not settings.force:
+            return {"__failed__": True, **summary}
+        summary["forced"] = True
+    return summary
+
+
+def build(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain) -> Path:
+    build_dir = store.build_dir / build_dir_key(plan)
+    with store.lock(f"build-{build_dir.name}"):
+        if (found := store.find(plan.artifact_id)) is not None:
+            return found
+        with store.staging(plan.name) as stage:
+            (stage / "meta").mkdir()
+            env = {**toolchain.build_env(), **plan.variant.env, "MAX_JOBS": str(settings.jobs)}
+            ctx = BuildContext(plan=plan, toolchain=toolchain, source_dir=plan.source_dir,
+                               build_dir=build_dir, stage=stage, env=env, jobs=settings.jobs,
+                               log=stage / "meta" / "build.log")
+            t0 = time.monotonic()
+            get_builder(plan.recipe.build.system).build(ctx)
+            t1 = time.monotonic()
+            verify = run_verify(stage, plan, toolchain, settings)
+            t2 = time.monotonic()
+            if verify is not None and verify.pop("__failed__", False):
+                keep = failed_dir(store, plan)
+                remove_tree(keep)
+                os.rename(stage, keep)
+                raise CheckFailed(f"verify failed for {plan.name}: not committed; the staged "
+                                  f"output is kept in {keep} (force=1 commits anyway)")
+            manifest = Manifest(
+                id=plan.artifact_id, recipe=plan.recipe.name, variant=plan.variant_name,
+                derivation=plan.derivation, files=Manifest.scan_files(stage),
+                prefix_map={**ctx.prefix_map(), **plan.source.extra.get("prefix_map", {})},
+                timings={"build_s": round(t1 - t0, 3), "verify_s": round(t2 - t1, 3)},
+                verify=verify, origin={"kind": "built", "host": socket.gethostname()})
+            path = store.commit(stage, manifest)
+            remove_tree(failed_dir(store, plan))
+            st = store.last_commit
+            console.print(f"committed {path.name}: {st.files} files, "
+                          f"{st.bytes_new / 1e6:.1f} MB new, {st.bytes_linked / 1e6:.1f} MB hard-linked")
+            return path
+
+
+def realise(settings: Settings, store: Store, recipe: str | None = None,
+            variant: str | None = None) -> Realised:
+    store.ensure()
+    store.clean_stale()
+    plan = make_plan(settings, store, recipe, variant)
+    if (found := store.find(plan.artifact_id)) is not None:
+        return Realised(found, plan, "present")
+    toolchain = ensure_toolchain(store, plan.lock)
+    if settings.substitute:
+        try:
+            from orchestrator.cache import substitute
+        except ImportError:  # TEMPORARY until the cache lands (issue 4)
+            substitute = lambda *a: None  # noqa: E731
+        pulled = substitute(settings, plan, store)
+        if pulled is not None:
+            origin = Store.read_manifest(pulled).origin.get("url", "a substituter")
+            return Realised(pulled, plan, f"substituted from {origin}")
+    return Realised(build(settings, store, plan, toolchain), plan, "built")

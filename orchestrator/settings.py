@@ -1,0 +1,78 @@
+"""Everything a command needs to know, from doit's `name=value` variables and the environment."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from orchestrator.errors import UserError
+
+KNOWN_VARS = {
+    "recipe", "variant", "store", "workspace", "jobs", "format", "substitute", "force", "id",
+    "keep", "source", "targets", "name", "all", "lock", "clean",
+}
+
+
+def parse_bool(name: str, value: str) -> bool:
+    v = value.strip().lower()
+    if v in ("1", "true", "yes", "on"):
+        return True
+    if v in ("0", "false", "no", "off"):
+        return False
+    raise UserError(f"variable {name}={value!r} is not a boolean; use {name}=1 or {name}=0")
+
+
+@dataclass
+class Settings:
+    repo_root: Path
+    store_root: Path
+    workspace: Path
+    recipe: str = "demo"
+    variant: str = "relwithdebinfo"
+    jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
+    fmt: str = "table"
+    substitute: bool = True
+    force: bool = False
+    vars: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def recipes_dir(self) -> Path:
+        return self.repo_root / "recipes"
+
+    @property
+    def locks_dir(self) -> Path:
+        return self.repo_root / "locks"
+
+    @classmethod
+    def from_vars(cls, repo_root: Path, variables: dict[str, str]) -> "Settings":
+        unknown = sorted(set(variables) - KNOWN_VARS)
+        if unknown:
+            raise UserError(f"unknown variable {unknown[0]!r}; known: {', '.join(sorted(KNOWN_VARS))}")
+        env_store = os.environ.get("ORCH_STORE")
+        store = variables.get("store") or env_store or str(repo_root / "artifacts")
+        workspace = variables.get("workspace") or str(repo_root)
+        ws = Path(workspace).expanduser().absolute()
+        if not ws.is_dir():
+            raise UserError(f"workspace={workspace}: not a directory; create it or pass another")
+        jobs_raw = variables.get("jobs") or os.environ.get("MAX_JOBS") or str(os.cpu_count() or 1)
+        try:
+            jobs = int(jobs_raw)
+            if jobs < 1:
+                raise ValueError
+        except ValueError:
+            raise UserError(f"jobs={jobs_raw!r} is not a positive integer") from None
+        fmt = variables.get("format", "table")
+        if fmt not in ("table", "json"):
+            raise UserError(f"format={fmt!r}: use format=table or format=json")
+        return cls(
+            repo_root=repo_root.absolute(),
+            store_root=Path(store).expanduser().absolute(),
+            workspace=ws,
+            recipe=variables.get("recipe", "demo"),
+            variant=variables.get("variant", "relwithdebinfo"),
+            jobs=jobs,
+            fmt=fmt,
+            substitute=parse_bool("substitute", variables.get("substitute", "1")),
+            force=parse_bool("force", variables.get("force", "0")),
+            vars=dict(variables),
+        )

@@ -1,0 +1,252 @@
+"""The content-addressed store: staging, atomic commit, hard-link dedupe, locks, gc.
+
+Layout (see docs/contracts.md): store/<id>-<recipe>-<variant>/ (read-only), tmp/ (staging,
+cleaned when its owner is dead), build/ (persistent per-variant build trees),
+toolchains/<hash>/, links/<sha256>[-x] (one inode per content), locks/, gcroots/.
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import secrets
+import shutil
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from filelock import FileLock
+
+from orchestrator.hashing import pretty_json
+from orchestrator.model.manifest import MANIFEST_NAME, Manifest
+
+ARTIFACT_RE = re.compile(r"^(?P<id>[0-9a-f]{40})-(?P<recipe>[a-z0-9][a-z0-9_.-]*?)-(?P<variant>[a-z0-9][a-z0-9_.-]*)$")
+TMP_RE = re.compile(r"\.tmp-(?P<pid>\d+)-[0-9a-f]+$")
+
+
+@dataclass
+class CommitStats:
+    files: int = 0
+    bytes_new: int = 0       # bytes that became new inodes in the store
+    bytes_linked: int = 0    # bytes hard-linked from content already in the store
+
+
+def make_writable(path: Path) -> None:
+    """Give the owner write permission on a tree so it can be deleted or moved."""
+    if path.is_symlink() or not path.exists():
+        return
+    for dirpath, dirnames, _ in os.walk(path):
+        os.chmod(dirpath, stat.S_IMODE(os.lstat(dirpath).st_mode) | stat.S_IWUSR | stat.S_IXUSR)
+
+
+def remove_tree(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink(missing_ok=True)
+        return
+    if not path.exists():
+        return
+    make_writable(path)
+    shutil.rmtree(path, ignore_errors=False)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: str | bytes, mode: int = 0o644) -> None:
+    """Write beside the target, fsync, rename: readers see the old or the new file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    raw = data.encode() if isinstance(data, str) else data
+    with open(tmp, "wb") as f:
+        f.write(raw)
+        f.flush()
+        os.fsync(f.fileno())
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+class Store:
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root).absolute()
+        self.store_dir = self.root / "store"
+        self.tmp_dir = self.root / "tmp"
+        self.build_dir = self.root / "build"
+        self.toolchains_dir = self.root / "toolchains"
+        self.links_dir = self.root / "links"
+        self.locks_dir = self.root / "locks"
+        self.gcroots_dir = self.root / "gcroots"
+        self.last_commit = CommitStats()
+
+    def ensure(self) -> "Store":
+        for d in (self.store_dir, self.tmp_dir, self.build_dir, self.toolchains_dir,
+                  self.links_dir, self.locks_dir, self.gcroots_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        return self
+
+    # -- lookup ---------------------------------------------------------------------------
+    def artifact_path(self, manifest_name: str) -> Path:
+        return self.store_dir / manifest_name
+
+    def find(self, artifact_id: str) -> Path | None:
+        if not re.fullmatch(r"[0-9a-f]{40}", artifact_id):
+            return None
+        for p in self.store_dir.glob(f"{artifact_id}-*"):
+            if ARTIFACT_RE.match(p.name) and (p / MANIFEST_NAME).is_file():
+                return p
+        return None
+
+    def artifacts(self) -> list[Path]:
+        if not self.store_dir.is_dir():
+            return []
+        return sorted(p for p in self.store_dir.iterdir()
+                      if ARTIFACT_RE.match(p.name) and (p / MANIFEST_NAME).is_file())
+
+    @staticmethod
+    def read_manifest(path: Path) -> Manifest:
+        return Manifest.model_validate_json((path / MANIFEST_NAME).read_text())
+
+    def lock(self, name: str, timeout: float = -1) -> FileLock:
+        self.locks_dir.mkdir(parents=True, exist_ok=True)
+        return FileLock(str(self.locks_dir / f"{name}.lock"), timeout=timeout)
+
+    # -- staging --------------------------------------------------------------------------
+    def new_temp(self, name: str) -> Path:
+        self.tmp_dir.mkdir(parents=True, exist_ok=True)
+        path = self.tmp_dir / f"{name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+        path.mkdir()
+        return path
+
+    @contextlib.contextmanager
+    def staging(self, name: str) -> Iterator[Path]:
+        """A fresh temp dir under tmp/; removed afterwards unless it was committed away."""
+        path = self.new_temp(name)
+        try:
+            yield path
+        finally:
+            if path.exists():
+                remove_tree(path)
+
+    def clean_stale(self) -> list[Path]:
+        """Remove temp dirs (store tmp/, toolchains/) whose owning process is gone."""
+        removed = []
+        for parent in (self.tmp_dir, self.toolchains_dir, self.store_dir):
+            if not parent.is_dir():
+                continue
+            for p in parent.iterdir():
+                m = TMP_RE.search(p.name)
+                if m and not pid_alive(int(m["pid"])):
+                    remove_tree(p)
+                    removed.append(p)
+        return removed
+
+    # -- commit ---------------------------------------------------------------------------
+    def link_for(self, sha256: str, executable: bool) -> Path | None:
+        p = self.links_dir / (sha256 + ("-x" if executable else ""))
+        return p if p.is_file() else None
+
+    def _dedupe(self, staged: Path, manifest: Manifest) -> CommitStats:
+        stats = CommitStats()
+        self.links_dir.mkdir(parents=True, exist_ok=True)
+        for entry in manifest.files:
+            if entry.kind != "file":
+                continue
+            stats.files += 1
+            f = staged / entry.path
+            executable = bool(entry.mode & 0o111)
+            existing = self.link_for(entry.sha256 or "", executable)
+            if existing is not None and existing.stat().st_ino == f.stat().st_ino:
+                stats.bytes_linked += entry.size
+                continue
+            if existing is not None and existing.stat().st_size == entry.size:
+                tmp = f.with_name(f".{f.name}.link-{os.getpid()}")
+                os.link(existing, tmp)
+                os.replace(tmp, f)
+                stats.bytes_linked += entry.size
+                continue
+            os.chmod(f, 0o555 if executable else 0o444)
+            try:
+                os.link(f, self.links_dir / (entry.sha256 + ("-x" if executable else "")))
+            except FileExistsError:
+                pass
+            except OSError as e:  # cross-device or too many links: keep our own copy
+                if e.errno not in (errno.EXDEV, errno.EMLINK):
+                    raise
+            stats.bytes_new += entry.size
+        return stats
+
+    def commit(self, staged: Path, manifest: Manifest) -> Path:
+        """Dedupe, write manifest.json, make read-only, rename into store/ in one step."""
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+        final = self.store_dir / manifest.name
+        with self.lock(f"artifact-{manifest.id}"):
+            if (final / MANIFEST_NAME).is_file():
+                remove_tree(staged)
+                self.last_commit = CommitStats()
+                return final
+            self.last_commit = self._dedupe(staged, manifest)
+            write_atomic(staged / MANIFEST_NAME, pretty_json(manifest.model_dump(mode="json")),
+                         mode=0o444)
+            for entry in manifest.files:
+                p = staged / entry.path
+                if entry.kind == "file":
+                    os.chmod(p, 0o555 if entry.mode & 0o111 else 0o444)
+            for dirpath, _, _ in os.walk(staged, topdown=False):
+                os.chmod(dirpath, 0o555)
+            fsync_dir(staged)
+            if final.exists():  # a half-present leftover without manifest: cannot happen
+                remove_tree(final)  # via rename, but be safe against manual meddling
+            os.chmod(staged, 0o755)  # rename of a dir needs write access to it on some FS
+            os.rename(staged, final)
+            os.chmod(final, 0o555)
+            fsync_dir(self.store_dir)
+        return final
+
+    # -- gc -------------------------------------------------------------------------------
+    def delete_artifact(self, path: Path) -> None:
+        """Move out of store/ first (atomic), then delete at leisure."""
+        grave = self.tmp_dir / f"gc-{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+        self.tmp_dir.mkdir(parents=True, exist_ok=True)
+        make_writable(path)
+        os.rename(path, grave)
+        remove_tree(grave)
+
+    def prune_links(self) -> int:
+        """Drop pool entries no artifact uses any more (link count 1)."""
+        freed = 0
+        if not self.links_dir.is_dir():
+            return 0
+        for p in self.links_dir.iterdir():
+            st = p.lstat()
+            if st.st_nlink <= 1:
+                freed += st.st_size
+                p.unlink()
+        return freed
+
+    def gc(self, roots: Iterable[Path]) -> list[Path]:
+        keep = {Path(os.path.realpath(r)) for r in roots}
+        deleted = []
+        with self.lock("gc"):
+            self.clean_stale()
+            for art in self.artifacts():
+                if Path(os.path.realpath(art)) not in keep:
+                    self.delete_artifact(art)
+                    deleted.append(art)
+            self.prune_links()
+        return deleted

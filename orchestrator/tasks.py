@@ -1,0 +1,40 @@
+"""doit task definitions: one per verb, built from orchestrator.commands (no logic here)."""
+from __future__ import annotations
+
+from orchestrator import commands
+from orchestrator.doit_glue import task
+
+
+def task_lock():
+    """Resolve locks/*.toml into locks/*.lock.json (lock=NAME for one)."""
+    return task(commands.cmd_lock, task_lock.__doc__)
+
+
+def task_toolchain():
+    """Materialize the recipe's lock into <store>/toolchains/<hash>/ (venv + debs)."""
+    return task(commands.cmd_toolchain, task_toolchain.__doc__)
+
+
+def task_build():
+    """Build recipe=NAME variant=NAME into the store (substitute=0 skips caches)."""
+    return task(commands.cmd_build, task_build.__doc__)
+
+
+def task_switch():
+    """Point the workspace's profile at recipe/variant, building it first if missing."""
+    return task(commands.cmd_switch, task_switch.__doc__)
+
+
+def task_rollback():
+    """Return the workspace's profile to the previous generation."""
+    return task(commands.cmd_rollback, task_rollback.__doc__)
+
+
+def task_status():
+    """Show the active artifact and what else is in the store (format=json)."""
+    return task(commands.cmd_status, task_status.__doc__)
+
+
+def task_gc():
+    """Delete store entries no profile generation within the last keep=N refers to."""
+    return task(commands.cmd_gc, task_gc.__doc__)

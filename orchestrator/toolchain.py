@@ -1,0 +1,251 @@
+"""Materialize a lock into <store>/toolchains/<hash>/: a venv and unpacked Debian packages.
+
+No root, no change to the system: the venv comes from the locked interpreter with every
+package installed by hash (--require-hashes --no-deps); Debian packages are downloaded,
+checked against the lock's sha256 and unpacked with dpkg-deb -x (never installed). The
+directory appears by one rename once complete; a re-run finds toolchain.json and returns.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.console import console, step
+from orchestrator.errors import UserError
+from orchestrator.hashing import pretty_json, sha256_file
+from orchestrator.lock.probe import probe_compiler, probe_python
+from orchestrator.model.lock import CompilerEntry, DebEntry, Lock, PypiEntry, PythonEntry
+from orchestrator.store import Store, remove_tree, write_atomic
+
+TOOLCHAIN_JSON = "toolchain.json"
+# What a build may see of the machine: the toolchain first, then the base system.
+BASE_PATH = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+
+
+@dataclass
+class Toolchain:
+    root: Path
+    lock: Lock
+
+    @property
+    def venv(self) -> Path:
+        return self.root / "venv"
+
+    @property
+    def python(self) -> Path:
+        return self.venv / "bin" / "python"
+
+    @property
+    def cmake(self) -> Path:
+        return self.venv / "bin" / "cmake"
+
+    @property
+    def ninja(self) -> Path:
+        return self.venv / "bin" / "ninja"
+
+    @property
+    def deb_root(self) -> Path:
+        return self.root / "debs" / "root"
+
+    def _compiler(self, name: str) -> Path | None:
+        e = self.lock.entries.get(f"compiler:{name}")
+        return Path(e.path) if isinstance(e, CompilerEntry) else None
+
+    @property
+    def cc(self) -> Path:
+        return self._compiler("cc") or Path("/usr/bin/cc")
+
+    @property
+    def cxx(self) -> Path:
+        return self._compiler("cxx") or Path("/usr/bin/c++")
+
+    @property
+    def nvcc(self) -> Path | None:
+        return self._compiler("nvcc")
+
+    @property
+    def lldb(self) -> Path | None:
+        p = self.deb_root / "usr" / "lib" / "llvm-14" / "bin" / "lldb"
+        return p if p.exists() else None
+
+    @property
+    def lldb_vscode(self) -> Path | None:
+        p = self.deb_root / "usr" / "lib" / "llvm-14" / "bin" / "lldb-vscode"
+        return p if p.exists() else None
+
+    @property
+    def python_entry(self) -> PythonEntry:
+        e = self.lock.entries["python"]
+        assert isinstance(e, PythonEntry)
+        return e
+
+    def info(self) -> dict:
+        return json.loads((self.root / TOOLCHAIN_JSON).read_text())
+
+    def site_packages(self) -> Path:
+        v = ".".join(self.python_entry.version.split(".")[:2])
+        return self.venv / "lib" / f"python{v}" / "site-packages"
+
+    def bin_dirs(self) -> list[Path]:
+        dirs = [self.venv / "bin"]
+        if self.nvcc is not None:
+            dirs.append(self.nvcc.parent)
+        return dirs
+
+    def build_env(self) -> dict[str, str]:
+        """The whole environment of a build: toolchain + base system, nothing of the user's."""
+        env = {
+            "PATH": os.pathsep.join([*map(str, self.bin_dirs()), *BASE_PATH]),
+            "HOME": os.environ.get("HOME", "/root"),
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "VIRTUAL_ENV": str(self.venv),
+            "CC": str(self.cc),
+            "CXX": str(self.cxx),
+            "SOURCE_DATE_EPOCH": "315532800",
+        }
+        if self.nvcc is not None:
+            env["CUDACXX"] = str(self.nvcc)
+        if "TERM" in os.environ:
+            env["TERM"] = os.environ["TERM"]
+        return env
+
+
+def toolchain_hash(lock: Lock) -> str:
+    return lock.digest()[:32]
+
+
+def check_machine(lock: Lock, keys: list[str] | None = None) -> None:
+    """Impure inputs (interpreter, compilers) must be exactly the locked ones."""
+    for key, entry in sorted(lock.entries.items()):
+        if keys is not None and key not in keys:
+            continue
+        if isinstance(entry, PythonEntry):
+            found = probe_python(entry.path)
+            _compare(key, "sha256", entry.sha256, found.sha256, entry.path)
+            _compare(key, "version", entry.version, found.version, entry.path)
+        elif isinstance(entry, CompilerEntry):
+            found_c = probe_compiler(entry.name, entry.path)
+            _compare(key, "sha256", entry.sha256, found_c.sha256, entry.path)
+        else:
+            from orchestrator.model.lock import SystemPackageEntry
+            if isinstance(entry, SystemPackageEntry):
+                from orchestrator.lock.probe import probe_syspkg
+                found_s = probe_syspkg(entry.name)
+                _compare(key, "version", entry.version, found_s.version if found_s else "not installed",
+                         f"Debian package {entry.name}")
+
+
+def _compare(key: str, field: str, expected: str, found: str, where: str) -> None:
+    if expected != found:
+        raise UserError(f"lock drift: {key} ({where}) {field} is {found}, the lock says {expected}; "
+                        "restore the locked input or run `doit lock` to accept the new one")
+
+
+def _install_pypi(tmp: Path, lock: Lock, python_exe: str) -> None:
+    pkgs = [e for e in lock.entries.values() if isinstance(e, PypiEntry)]
+    venv = tmp / "venv"
+    subprocess.run([python_exe, "-m", "venv", str(venv)], check=True)
+    req = tmp / "requirements.txt"
+    req.write_text("".join(f"{p.name}=={p.version} --hash=sha256:{p.sha256}\n"
+                           for p in sorted(pkgs, key=lambda p: p.name)))
+    if not pkgs:
+        return
+    res = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
+                          "--no-deps", "--require-hashes", "--only-binary=:all:",
+                          "--no-compile", "-r", str(req)], capture_output=True, text=True)
+    if res.returncode != 0:
+        lines = [ln for ln in res.stderr.splitlines() if ln.strip() and "WARNING" not in ln]
+        detail = " ".join(lines[-3:]) if lines else "pip failed"
+        raise UserError(f"installing the locked Python packages failed: {detail}")
+
+
+def _install_debs(tmp: Path, lock: Lock) -> None:
+    debs = sorted((e for e in lock.entries.values() if isinstance(e, DebEntry)), key=lambda e: e.name)
+    if not debs:
+        return
+    dl = tmp / "debs" / "download"
+    root = tmp / "debs" / "root"
+    dl.mkdir(parents=True)
+    root.mkdir(parents=True)
+    res = subprocess.run(["apt-get", "download", "-q", *(f"{d.name}={d.version}" for d in debs)],
+                         cwd=dl, capture_output=True, text=True)
+    if res.returncode != 0:
+        last = (res.stderr.strip().splitlines() or ["apt-get download failed"])[-1]
+        raise UserError(f"downloading the locked Debian packages failed: {last}")
+    for d in debs:
+        files = sorted(dl.glob(f"{d.name}_*_{d.arch}.deb"))
+        if not files:
+            raise UserError(f"apt-get download gave no file for {d.name}={d.version}")
+        got = sha256_file(files[0])
+        if got != d.sha256:
+            raise UserError(f"lock mismatch: deb:{d.name} {files[0].name} has sha256 {got}, "
+                            f"the lock says {d.sha256}; run `doit lock` if the archive changed")
+        subprocess.run(["dpkg-deb", "-x", str(files[0]), str(root)], check=True)
+    _relativize_symlinks(root)
+    remove_tree(dl)
+
+
+def _relativize_symlinks(root: Path) -> None:
+    """Absolute links inside unpacked debs point at /usr/...; aim them inside the root."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            if p.is_symlink():
+                target = os.readlink(p)
+                if os.path.isabs(target):
+                    inside = root / target.lstrip("/")
+                    if inside.exists() or inside.is_symlink():
+                        p.unlink()
+                        p.symlink_to(os.path.relpath(inside, p.parent))
+
+
+def _relocate_venv(venv: Path, old: Path, new: Path) -> None:
+    """A venv records its own path in scripts and pyvenv.cfg; rewrite them for the final path."""
+    o, n = str(old).encode(), str(new).encode()
+    for p in [*venv.joinpath("bin").iterdir(), venv / "pyvenv.cfg"]:
+        if p.is_symlink() or not p.is_file():
+            continue
+        data = p.read_bytes()
+        if o in data and b"\0" not in data[:1024]:
+            mode = p.stat().st_mode
+            p.write_bytes(data.replace(o, n))
+            os.chmod(p, mode)
+
+
+def ensure_toolchain(store: Store, lock: Lock) -> Toolchain:
+    """Return the materialized toolchain for this lock, creating it once."""
+    py = lock.entries.get("python")
+    if not isinstance(py, PythonEntry):
+        raise UserError(f"lock {lock.name!r} has no python entry; run `doit lock`")
+    check_machine(lock, ["python"])
+    final = store.toolchains_dir / toolchain_hash(lock)
+    if (final / TOOLCHAIN_JSON).is_file():
+        return Toolchain(final, lock)
+    store.ensure()
+    with store.lock(f"toolchain-{final.name}"):
+        if (final / TOOLCHAIN_JSON).is_file():
+            return Toolchain(final, lock)
+        store.clean_stale()
+        tmp = store.toolchains_dir / f"{final.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}"
+        tmp.mkdir()
+        try:
+            with step(f"toolchain {final.name[:12]}: venv from {py.path} + locked wheels"):
+                _install_pypi(tmp, lock, py.path)
+            with step("toolchain: locked Debian packages (dpkg-deb -x, no root)"):
+                _install_debs(tmp, lock)
+            _relocate_venv(tmp / "venv", tmp, final)
+            write_atomic(tmp / TOOLCHAIN_JSON, pretty_json({
+                "lock": lock.name, "lock_digest": lock.digest(),
+                "entries": sorted(lock.entries)}))
+            if final.exists():
+                remove_tree(final)
+            os.rename(tmp, final)
+        except BaseException:
+            remove_tree(tmp)
+            raise
+    console.print(f"toolchain ready: {final}")
+    return Toolchain(final, lock)
