@@ -4,3 +4,8 @@ signing.py (ed25519 keys), config.py (cache.toml + env secrets), backend.py / ht
 file.py (where blobs and records live), transfer.py (moving blobs), and in model/
 cache_record.py the signed per-artifact record.
 """
+from __future__ import annotations
+
+from orchestrator.cache.pull import substitute
+
+__all__ = ["substitute"]

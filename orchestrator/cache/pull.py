@@ -1,0 +1,174 @@
+"""Pull: trusted record → blobs (or local hard links) → staged artifact → Store.commit.
+
+Nothing is visible until the final rename inside Store.commit: a refused record, a bad blob,
+a cut transfer or a kill leaves the store and every workspace exactly as they were.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from orchestrator.cache.backend import Backend, open_backend, record_key
+from orchestrator.cache.config import CacheConfig, load_config
+from orchestrator.cache.errors import CacheError
+from orchestrator.cache.signing import TrustedKeys
+from orchestrator.cache.transfer import TransferStats, download_blobs
+from orchestrator.console import console
+from orchestrator.model.cache_record import CacheRecord
+from orchestrator.store import Store
+
+
+def fetch_record(backend: Backend, artifact_id: str, trusted: TrustedKeys) -> CacheRecord | None:
+    """The record for `artifact_id` if the cache has one; CacheError if it is not trustworthy."""
+    key = record_key(artifact_id)
+    raw = backend.get(key)
+    if raw is None:
+        return None
+    where = f"{backend.url}{key}"
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        raise CacheError(f"refused {where}: not valid JSON") from None
+    if not isinstance(doc, dict):
+        raise CacheError(f"refused {where}: not a JSON object")
+    signer = trusted.verify(doc, where)
+    try:
+        record = CacheRecord.model_validate(doc)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"])
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        raise CacheError(f"refused {where}: {msg}" + (f" (at {loc})" if loc else "")) from None
+    if record.id != artifact_id:
+        raise CacheError(f"refused {where}: it describes {record.id}, not {artifact_id}")
+    record.manifest.origin = {"kind": "substituted", "url": backend.url, "signed_by": signer,
+                              "built": record.manifest.origin}
+    return record
+
+
+def _assemble(record: CacheRecord, store: Store, backend: Backend, stage: Path, jobs: int,
+              stats: TransferStats) -> None:
+    """Fill `stage` with the record's files: local hard links where possible, else download.
+
+    Each distinct content is obtained once; further files with it are linked (or copied when
+    their exec bit differs). Pool files are linked as they are (already read-only).
+    """
+    wanted: list[tuple[str, int, Path]] = []
+    fresh: list[tuple[Path, bool]] = []
+    seen: dict[str, Path] = {}
+    again: list[tuple[Path, Path, bool]] = []
+    for f in record.manifest.files:
+        dest = stage / f.path
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if f.kind != "file":
+            continue
+        sha, exe = f.sha256 or "", bool(f.mode & 0o111)
+        if sha in seen:
+            again.append((seen[sha], dest, exe))
+            continue
+        seen[sha] = dest
+        local = store.link_for(sha, exe)
+        other = store.link_for(sha, not exe)
+        if local is not None and local.stat().st_size == f.size:
+            os.link(local, dest)
+        elif other is not None and other.stat().st_size == f.size:
+            shutil.copyfile(other, dest)
+            fresh.append((dest, exe))
+        else:
+            wanted.append((sha, f.size, dest))
+            fresh.append((dest, exe))
+            continue
+        stats.add(files_linked=1, bytes_linked=f.size)
+    download_blobs(backend, wanted, jobs, f"pull {record.name[:12]}", stats)
+    for dest, exe in fresh:
+        os.chmod(dest, 0o755 if exe else 0o644)
+    for src, dest, exe in again:
+        if bool(src.stat().st_mode & 0o111) == exe:
+            os.link(src, dest)
+        else:
+            shutil.copyfile(src, dest)
+            os.chmod(dest, 0o755 if exe else 0o644)
+    for f in record.manifest.files:
+        if f.kind == "symlink":
+            os.symlink(f.target or "", stage / f.path)
+
+
+def pull_record(record: CacheRecord, store: Store, backend: Backend, jobs: int,
+                stats: TransferStats | None = None) -> Path:
+    """Materialize a trusted record into the store (one puller per artifact at a time)."""
+    stats = stats if stats is not None else TransferStats()
+    start = time.monotonic()
+    store.ensure()
+    with store.lock(f"pull-{record.id}"):
+        if (found := store.find(record.id)) is not None:
+            return found
+        with store.staging(record.name) as stage:
+            _assemble(record, store, backend, stage, jobs, stats)
+            path = store.commit(stage, record.manifest)
+    stats.seconds = time.monotonic() - start
+    return path
+
+
+def pull(store: Store, artifact_id: str, config: CacheConfig, urls: list[str] | None = None,
+         stats: TransferStats | None = None, quiet_misses: bool = False) -> tuple[Path, str] | None:
+    """Try each substituter in order; return (store path, url) from the first that has it.
+
+    Raises CacheError for the first refusal when no substituter could deliver, so a user
+    running `doit pull` learns why; `substitute` below turns that into a warning.
+    """
+    trusted = config.trusted()
+    stats = stats if stats is not None else TransferStats()
+    first_error: CacheError | None = None
+    for url in urls if urls is not None else config.substituters:
+        backend = open_backend(url, config)
+        try:
+            record = fetch_record(backend, artifact_id, trusted)
+            if record is None:
+                if not quiet_misses:
+                    console.print(f"[dim]{url}: no artifact {artifact_id}[/]")
+                continue
+            path = pull_record(record, store, backend, config.jobs, stats)
+            return path, url
+        except CacheError as e:
+            console.print(f"[yellow]warning:[/] {e}")
+            first_error = first_error or e
+        finally:
+            backend.close()
+    if first_error is not None:
+        raise first_error
+    return None
+
+
+def describe(stats: TransferStats) -> str:
+    rate = stats.bytes_downloaded / stats.seconds / 1e6 if stats.seconds else 0.0
+    return (f"{stats.blobs_downloaded} blobs downloaded ({stats.bytes_downloaded / 1e6:.1f} MB, "
+            f"{rate:.1f} MB/s), {stats.files_linked} files hard-linked from the local store "
+            f"({stats.bytes_linked / 1e6:.1f} MB), {stats.seconds:.1f}s")
+
+
+def substitute(settings, plan, store: Store) -> Path | None:  # noqa: ANN001 (avoid import cycle)
+    """realise()'s hook: the artifact from the first substituter that has a trusted copy.
+
+    A down or refusing substituter is a warning, never a failure: the caller then builds.
+    """
+    if not settings.substitute:
+        return None
+    config = load_config(settings.repo_root)
+    if not config.substituters:
+        return None
+    stats = TransferStats()
+    try:
+        got = pull(store, plan.artifact_id, config, stats=stats)
+    except CacheError:
+        console.print(f"no substituter could deliver {plan.name}; building it here")
+        return None
+    if got is None:
+        return None
+    path, url = got
+    console.print(f"substituted {path.name} from {url}: {describe(stats)}")
+    return path

@@ -1,0 +1,56 @@
+"""Push: sign the artifact's record, upload missing blobs (HEAD first), then the record last.
+
+A record only ever names blobs that are already in the cache, so a reader never sees a
+half-pushed artifact. Two pushers of the same artifact write the same blobs (same names,
+same bytes) and each record PUT replaces the file atomically: one consistent record wins.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from orchestrator.cache.backend import Backend, open_backend, record_key
+from orchestrator.cache.config import CacheConfig
+from orchestrator.cache.errors import CacheError
+from orchestrator.cache.signing import SecretKey
+from orchestrator.cache.transfer import TransferStats, upload_blobs
+from orchestrator.hashing import pretty_json
+from orchestrator.model.cache_record import CacheRecord, Signature
+from orchestrator.store import Store
+
+
+def signed_record(artifact: Path, key: SecretKey) -> CacheRecord:
+    """The record of a committed artifact, signed by `key`."""
+    manifest = Store.read_manifest(artifact)
+    try:
+        record = CacheRecord.for_manifest(manifest)
+    except ValueError as e:
+        raise CacheError(f"cannot push {artifact.name}: {e}") from None
+    return record.model_copy(update={"signature": Signature(**key.sign(record.payload()))})
+
+
+def push_artifact(artifact: Path, backend: Backend, key: SecretKey, jobs: int,
+                  stats: TransferStats | None = None) -> CacheRecord:
+    """Upload one committed artifact; return the record written."""
+    stats = stats if stats is not None else TransferStats()
+    start = time.monotonic()
+    record = signed_record(artifact, key)
+    blobs = [(sha, f.size, artifact / f.path) for sha, f in record.blobs().items()]
+    upload_blobs(backend, blobs, jobs, f"push {record.name[:12]}", stats)
+    body = pretty_json(record.model_dump(mode="json")).encode()
+    backend.put(record_key(record.id), lambda: [body])
+    stats.seconds = time.monotonic() - start
+    return record
+
+
+def push_many(artifacts: list[Path], config: CacheConfig, key: SecretKey, url: str | None = None,
+              stats: TransferStats | None = None) -> list[CacheRecord]:
+    """Push artifacts to `url` (default: the configured push URL), one after the other."""
+    target = url or config.push_url
+    if not target:
+        raise CacheError("no cache to push to: set push (or substituters) in cache.toml")
+    backend = open_backend(target, config)
+    try:
+        return [push_artifact(a, backend, key, config.jobs, stats) for a in artifacts]
+    finally:
+        backend.close()
