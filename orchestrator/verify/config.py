@@ -1,0 +1,50 @@
+"""Everything a verification run needs to know, independent of plans and toolchains."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from orchestrator.model.verify_rules import VerifyRules
+from orchestrator.verify.resolve import SearchConfig
+
+# The platform: always acceptable from the system (recorded in the lock's platform facts).
+BASE_SYSTEM_LIBS = ("libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1",
+                    "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1", "libutil.so.1",
+                    "libresolv.so.2", "libstdc++.so.6", "libgcc_s.so.1", "libmvec.so.1")
+
+
+@dataclass
+class Interpreter:
+    """The locked Python: its binary (preloaded for extension modules) and ABI facts."""
+    path: Path
+    version: str
+    ext_suffix: str
+    libpython_soname: str | None
+
+
+@dataclass
+class TorchFacts:
+    """The locked torch wheel: its version, lib/ directory and C++ ABI flag."""
+    version: str
+    lib_dir: Path | None
+    cxx11_abi: bool
+
+
+@dataclass
+class VerifyConfig:
+    """Inputs of one verification run (built from a plan + toolchain, or by hand)."""
+    artifact: str
+    root: Path  # the artifact directory (holds prefix/ and meta/), or any tree to check
+    prefix: Path
+    rules: VerifyRules = field(default_factory=VerifyRules)
+    variant: str = "relwithdebinfo"
+    build_type: str | None = None  # CMAKE_BUILD_TYPE; None: no debug-info expectations
+    cmake: bool = False  # meta/CMakeCache.txt must exist and match
+    defines: dict[str, object] = field(default_factory=dict)
+    search: SearchConfig = field(default_factory=SearchConfig)
+    toolchain_dirs: list[Path] = field(default_factory=list)
+    build_dirs: list[Path] = field(default_factory=list)
+    python_dirs: list[Path] = field(default_factory=list)
+    interpreter: Interpreter | None = None
+    torch: TorchFacts | None = None
+    roots: list[Path] | None = None  # check only these files (default: every ELF in prefix)

@@ -1,0 +1,453 @@
+"""Read what verification needs from an ELF file, without running it or reading it whole.
+
+pyelftools parses the headers, the dynamic segment and the (small) version sections; the
+big arrays (.dynsym, .dynstr, .gnu.version) are read in bulk from an mmap of the file with
+`struct`, so a 500 MB library costs only the pages of those sections. Symbol names stay
+bytes; they are decoded only for messages.
+"""
+from __future__ import annotations
+
+import mmap
+import struct
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+
+ELF_MAGIC = b"\x7fELF"
+SHN_UNDEF = 0
+STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE = 1, 2, 10
+STT_SECTION, STT_FILE = 3, 4
+VERSYM_HIDDEN = 0x8000
+SHF_COMPRESSED = 0x800
+FATBIN_MAGIC = 0xBA55ED50
+DW_AT_PRODUCER = 0x25
+
+
+@dataclass(frozen=True)
+class Undefined:
+    """A non-weak undefined dynamic symbol and the version it asks for (if any)."""
+    name: bytes
+    version: str | None
+    version_file: str | None
+
+
+@dataclass(frozen=True)
+class CudaImage:
+    """One entry of an embedded fatbin: a cubin for sm_XX or PTX for compute_XX."""
+    kind: str  # "sm" | "compute"
+    arch: int
+
+    def __str__(self) -> str:
+        return f"{self.kind}_{self.arch}"
+
+
+def header_platform(path: Path) -> tuple[int, int, int] | None:
+    """(EI_CLASS, EI_DATA, e_machine) from the first 20 bytes; None if not an ELF file."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(20)
+    except OSError:
+        return None
+    if len(head) < 20 or head[:4] != ELF_MAGIC:
+        return None
+    order = "<" if head[5] == 1 else ">"
+    return (head[4], head[5], struct.unpack_from(order + "H", head, 18)[0])
+
+
+@dataclass(eq=False)
+class ElfInfo:
+    """The facts of one ELF file that resolution and the rules use."""
+    path: Path
+    elfclass: int
+    machine: str
+    little_endian: bool
+    osabi: str
+    etype: str
+    soname: str | None = None
+    needed: list[str] = field(default_factory=list)
+    rpath: list[str] = field(default_factory=list)
+    runpath: list[str] = field(default_factory=list)
+    interp: str | None = None
+    # name -> versions it is defined with; None stands for "unversioned/base".
+    defined: dict[bytes, tuple[str | None, ...]] = field(default_factory=dict)
+    undefined: list[Undefined] = field(default_factory=list)
+    has_verdef: bool = False
+    verdefs: set[str] = field(default_factory=set)  # version names this object defines
+    # version names this object needs, per needed file: {"libc.so.6": {"GLIBC_2.14", ...}}
+    version_needs: dict[str, set[str]] = field(default_factory=dict)
+    sections: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # off, size, flags
+    platform: tuple[int, int, int] | None = None  # what ld.so compares: class, order, machine
+
+    def defines(self, name: bytes, version: str | None) -> bool:
+        """True when this object satisfies a reference to name (at version, if given)."""
+        versions = self.defined.get(name)
+        if versions is None:
+            return False
+        if version is None or not self.has_verdef:
+            return True
+        # ld.so accepts an unversioned definition for a versioned reference.
+        return version in versions or None in versions
+
+
+def is_elf(path: Path) -> bool:
+    """True for a regular file that starts with the ELF magic."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == ELF_MAGIC
+    except OSError:
+        return False
+
+
+def _cstr(buf: mmap.mmap | bytes, off: int) -> bytes:
+    end = buf.find(b"\0", off)
+    return buf[off:end]
+
+
+DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH = 1, 14, 15, 29
+SHT_DYNAMIC, SHT_DYNSYM, SHT_GNU_VERDEF, SHT_GNU_VERNEED, SHT_GNU_VERSYM = 6, 11, 0x6FFFFFFD, 0x6FFFFFFE, 0x6FFFFFFF
+
+
+def read_elf(path: Path, *, symbols: bool = True) -> ElfInfo:
+    """Parse one ELF file's dynamic facts (and its dynamic symbols when `symbols`).
+
+    pyelftools reads the ELF header, PT_INTERP and the version sections; the section header
+    table, .dynamic and the symbol arrays are unpacked with `struct` from an mmap, because
+    pyelftools builds objects per section (hash tables included) and per symbol.
+    """
+    with open(path, "rb") as f:
+        try:
+            elf = ELFFile(f)
+        except ELFError as e:
+            raise ValueError(f"{path}: not a readable ELF file ({e})") from None
+        info = ElfInfo(
+            path=path,
+            elfclass=elf.elfclass,
+            machine=elf["e_machine"],
+            little_endian=elf.little_endian,
+            osabi=elf.header["e_ident"]["EI_OSABI"],
+            etype=elf["e_type"],
+        )
+        info.platform = header_platform(path)
+        le = "<" if elf.little_endian else ">"
+        is64 = elf.elfclass == 64
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            shdrs = _section_headers(elf, mm, le, is64)
+            names_off = shdrs[elf["e_shstrndx"]][2] if 0 < elf["e_shstrndx"] < len(shdrs) else None
+            by_type: dict[int, int] = {}
+            for i, (name_i, typ, off, size, flags, link) in enumerate(shdrs):
+                name = _cstr(mm, names_off + name_i).decode(errors="replace") if names_off is not None else ""
+                info.sections[name] = (off, size, flags)
+                by_type.setdefault(typ, i)
+            if elf["e_phnum"]:
+                for seg in elf.iter_segments():
+                    if seg.header.p_type == "PT_INTERP":
+                        info.interp = seg.get_interp_name()
+            if SHT_DYNAMIC in by_type:
+                _read_dynamic(mm, shdrs, by_type[SHT_DYNAMIC], le, is64, info)
+            if symbols and SHT_DYNSYM in by_type:
+                _read_symbols(elf, mm, shdrs, by_type, le, is64, info)
+    return info
+
+
+def _section_headers(elf: ELFFile, mm: mmap.mmap, le: str, is64: bool) -> list[tuple[int, ...]]:
+    """(name, type, offset, size, flags, link) for every section header."""
+    shoff, shnum, shentsize = elf["e_shoff"], elf["e_shnum"], elf["e_shentsize"]
+    if not shoff:
+        return []
+    if shnum == 0:  # the real count lives in section 0's sh_size
+        shnum = (struct.unpack_from(le + "IIQQQQ", mm, shoff)[5] if is64
+                 else struct.unpack_from(le + "IIIIII", mm, shoff)[5])
+    fmt = le + ("IIQQQQII" if is64 else "IIIIIIII")
+    out = []
+    for i in range(shnum):
+        h = struct.unpack_from(fmt, mm, shoff + i * shentsize)
+        name, typ, flags, _addr, off, size, link = h[0], h[1], h[2], h[3], h[4], h[5], h[6]
+        out.append((name, typ, off, size, flags, link))
+    return out
+
+
+def _read_dynamic(mm: mmap.mmap, shdrs: list[tuple[int, ...]], idx: int, le: str, is64: bool,
+                  info: ElfInfo) -> None:
+    _n, _t, off, size, _f, link = shdrs[idx]
+    stroff = shdrs[link][2]
+    fmt = le + ("qQ" if is64 else "iI")
+    for tag, val in struct.iter_unpack(fmt, mm[off:off + size - size % struct.calcsize(fmt)]):
+        if tag == 0:
+            break
+        if tag == DT_NEEDED:
+            info.needed.append(_cstr(mm, stroff + val).decode())
+        elif tag == DT_SONAME:
+            info.soname = _cstr(mm, stroff + val).decode()
+        elif tag == DT_RPATH:
+            info.rpath = _cstr(mm, stroff + val).decode().split(":")
+        elif tag == DT_RUNPATH:
+            info.runpath = _cstr(mm, stroff + val).decode().split(":")
+
+
+def _read_symbols(elf: ELFFile, mm: mmap.mmap, shdrs: list[tuple[int, ...]], by_type: dict[int, int],
+                  le: str, is64: bool, info: ElfInfo) -> None:
+    _n, _t, so, ss, _f, link = shdrs[by_type[SHT_DYNSYM]]
+    if ss == 0:
+        return
+    # Version tables are small: pyelftools reads them.
+    verdef_names: dict[int, str] = {}
+    verneed: dict[int, tuple[str, str]] = {}
+    if SHT_GNU_VERDEF in by_type:
+        info.has_verdef = True
+        for vd, aux in elf.get_section(by_type[SHT_GNU_VERDEF]).iter_versions():
+            names = [a.name for a in aux]
+            if names and not (vd["vd_flags"] & 0x1):  # VER_FLG_BASE names the file
+                verdef_names[vd["vd_ndx"]] = names[0]
+                info.verdefs.add(names[0])
+    if SHT_GNU_VERNEED in by_type:
+        for vn, auxs in elf.get_section(by_type[SHT_GNU_VERNEED]).iter_versions():
+            for a in auxs:
+                verneed[a["vna_other"]] = (a.name, vn.name)
+                info.version_needs.setdefault(vn.name, set()).add(a.name)
+    str_off = shdrs[link][2]
+    if is64:
+        fmt, name_i, info_i, other_i, shndx_i = le + "IBBHQQ", 0, 1, 2, 3
+    else:
+        fmt, name_i, info_i, other_i, shndx_i = le + "IIIBBH", 0, 3, 4, 5
+    entsize = struct.calcsize(fmt)
+    count = ss // entsize
+    if SHT_GNU_VERSYM in by_type:
+        vers = struct.unpack_from(f"{le}{count}H", mm, shdrs[by_type[SHT_GNU_VERSYM]][2])
+    else:
+        vers = (1,) * count
+    defined: dict[bytes, tuple[str | None, ...]] = {}
+    undefined: list[Undefined] = []
+    find = mm.find
+    for i, sym in enumerate(struct.iter_unpack(fmt, mm[so:so + count * entsize])):
+        if i == 0:
+            continue
+        st_info = sym[info_i]
+        bind = st_info >> 4
+        if sym[shndx_i] == SHN_UNDEF:
+            if bind != STB_GLOBAL:
+                continue
+            start = str_off + sym[name_i]
+            name = mm[start:find(b"\0", start)]
+            if not name:
+                continue
+            need = verneed.get(vers[i] & 0x7FFF)
+            undefined.append(Undefined(name, need[0] if need else None, need[1] if need else None))
+            continue
+        ndx = vers[i]
+        if (bind not in (STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE) or (st_info & 0xF) in (STT_SECTION, STT_FILE)
+                or (sym[other_i] & 3) in (1, 2) or ndx == 0):  # local, internal/hidden
+            continue
+        start = str_off + sym[name_i]
+        name = mm[start:find(b"\0", start)]
+        ver = verdef_names.get(ndx & 0x7FFF)
+        prev = defined.get(name)
+        defined[name] = (ver,) if prev is None else prev + (ver,)
+    info.defined = defined
+    info.undefined = undefined
+
+
+def read_section(path: Path, info: ElfInfo, name: str, limit: int | None = None) -> bytes | None:
+    """The bytes of a section (decompressed when SHF_COMPRESSED), at most `limit` raw bytes."""
+    if name not in info.sections:
+        return None
+    off, size, flags = info.sections[name]
+    with open(path, "rb") as f:
+        f.seek(off)
+        data = f.read(size if limit is None else min(size, limit))
+    if flags & SHF_COMPRESSED and limit is None:
+        hdr = struct.calcsize("<IIQQ") if info.elfclass == 64 else 12
+        data = zlib.decompress(data[hdr:])
+    return data
+
+
+def fatbin_images(path: Path, info: ElfInfo) -> list[CudaImage]:
+    """The sm_XX cubins and compute_XX PTX embedded in .nv_fatbin (read from the section)."""
+    data = read_section(path, info, ".nv_fatbin")
+    if not data:
+        return []
+    out: list[CudaImage] = []
+    off = 0
+    while off + 16 <= len(data):
+        magic, _ver, hsize, fsize = struct.unpack_from("<IHHQ", data, off)
+        if magic != FATBIN_MAGIC:
+            off += 8  # containers are 8-aligned; skip padding
+            continue
+        p, end = off + hsize, off + hsize + fsize
+        while p + 32 <= end:
+            kind, _ev, ehsize, psize = struct.unpack_from("<HHIQ", data, p)
+            arch = struct.unpack_from("<I", data, p + 28)[0]
+            if kind in (1, 2):
+                img = CudaImage("compute" if kind == 1 else "sm", arch)
+                if img not in out:
+                    out.append(img)
+            if ehsize == 0:
+                break
+            p += ehsize + psize
+        off = end
+    return out
+
+
+@dataclass(frozen=True)
+class DebugFacts:
+    """What DWARF says about how an object was compiled."""
+    has_debug_info: bool
+    has_debug_line: bool
+    producers: tuple[str, ...]
+
+
+def debug_facts(path: Path, info: ElfInfo, max_units: int = 64) -> DebugFacts:
+    """Presence of .debug_info/.debug_line and the DW_AT_producer of the first compile units."""
+    has_info = ".debug_info" in info.sections and info.sections[".debug_info"][1] > 0
+    has_line = ".debug_line" in info.sections and info.sections[".debug_line"][1] > 0
+    producers: list[str] = []
+    if has_info:
+        try:
+            producers = _producers(path, info, max_units)
+        except (struct.error, ValueError, IndexError, zlib.error):
+            producers = []
+    return DebugFacts(has_info, has_line, tuple(dict.fromkeys(producers)))
+
+
+def _uleb(buf: bytes, p: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        b = buf[p]
+        p += 1
+        result |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return result, p
+
+
+def _producers(path: Path, info: ElfInfo, max_units: int) -> list[str]:
+    """Walk compile-unit headers and decode only each unit's first DIE up to DW_AT_producer."""
+    off, size, flags = info.sections[".debug_info"]
+    compressed = bool(flags & SHF_COMPRESSED)
+    abbrev = read_section(path, info, ".debug_abbrev") or b""
+    strs: dict[str, bytes] = {}
+
+    def string_at(sec: str, o: int) -> str:
+        if sec not in strs:
+            strs[sec] = read_section(path, info, sec) or b""
+        return _cstr(strs[sec], o).decode(errors="replace")
+
+    out: list[str] = []
+    with open(path, "rb") as f:
+        if compressed:
+            dinfo = read_section(path, info, ".debug_info") or b""
+            base = 0
+            total = len(dinfo)
+        else:
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            dinfo, base, total = mm, off, size
+        try:
+            p = 0
+            for _ in range(max_units):
+                if p + 11 > total:
+                    break
+                q = base + p
+                length = struct.unpack_from("<I", dinfo, q)[0]
+                off64 = length == 0xFFFFFFFF
+                if off64:
+                    length = struct.unpack_from("<Q", dinfo, q + 4)[0]
+                    q += 12
+                    unit_end = p + 12 + length
+                else:
+                    q += 4
+                    unit_end = p + 4 + length
+                osz = 8 if off64 else 4
+                version = struct.unpack_from("<H", dinfo, q)[0]
+                q += 2
+                if version >= 5:
+                    unit_type, addr_size = dinfo[q], dinfo[q + 1]
+                    q += 2
+                    abbr_off = struct.unpack_from("<Q" if off64 else "<I", dinfo, q)[0]
+                    q += osz
+                    if unit_type in (4, 5):  # skeleton/split: dwo id
+                        q += 8
+                    elif unit_type in (2, 6):  # type units: signature + offset
+                        q += 8 + osz
+                else:
+                    abbr_off = struct.unpack_from("<Q" if off64 else "<I", dinfo, q)[0]
+                    q += osz
+                    addr_size = dinfo[q]
+                    q += 1
+                producer = _first_die_producer(dinfo, q, abbrev, abbr_off, addr_size, osz, string_at)
+                if producer:
+                    out.append(producer)
+                p = unit_end
+        finally:
+            if not compressed:
+                mm.close()
+    return out
+
+
+_FIXED = {0x0b: 1, 0x05: 2, 0x06: 4, 0x07: 8, 0x0c: 1, 0x11: 1, 0x12: 2, 0x13: 4, 0x14: 8,
+          0x20: 8, 0x25: 1, 0x26: 2, 0x27: 3, 0x28: 4, 0x29: 1, 0x2a: 2, 0x2b: 3, 0x2c: 4,
+          0x1e: 16, 0x19: 0, 0x21: -1}
+
+
+def _first_die_producer(dinfo, q: int, abbrev: bytes, abbr_off: int, addr_size: int,
+                        osz: int, string_at) -> str | None:
+    code, q = _uleb(dinfo, q)
+    a = abbr_off
+    while True:  # find the abbreviation with this code
+        acode, a = _uleb(abbrev, a)
+        if acode == 0:
+            return None
+        _tag, a = _uleb(abbrev, a)
+        a += 1  # children flag
+        if acode == code:
+            break
+        while True:
+            at, a = _uleb(abbrev, a)
+            form, a = _uleb(abbrev, a)
+            if form == 0x21:
+                _, a = _uleb(abbrev, a)
+            if at == 0 and form == 0:
+                break
+    while True:
+        at, a = _uleb(abbrev, a)
+        form, a = _uleb(abbrev, a)
+        if form == 0x21:  # implicit_const carries its value in the abbreviation
+            _, a = _uleb(abbrev, a)
+        if at == 0 and form == 0:
+            return None
+        if at == DW_AT_PRODUCER:
+            if form == 0x08:  # string
+                return _cstr(dinfo, q).decode(errors="replace")
+            if form == 0x0e:  # strp
+                return string_at(".debug_str", struct.unpack_from("<Q" if osz == 8 else "<I", dinfo, q)[0])
+            if form == 0x1f:  # line_strp
+                return string_at(".debug_line_str", struct.unpack_from("<Q" if osz == 8 else "<I", dinfo, q)[0])
+            return None  # strx forms need .debug_str_offsets (split DWARF): not produced here
+        q = _skip_form(dinfo, q, form, addr_size, osz)
+
+
+def _skip_form(dinfo, q: int, form: int, addr_size: int, osz: int) -> int:
+    if form == 0x01:  # addr
+        return q + addr_size
+    if form in (0x0e, 0x1f, 0x17, 0x10, 0x1d):  # strp, line_strp, sec_offset, ref_addr, strp_sup
+        return q + osz
+    if form == 0x08:
+        return dinfo.find(b"\0", q) + 1
+    if form in (0x0f, 0x15, 0x1a, 0x1b, 0x22, 0x23, 0x0d):  # udata/ref_udata/strx/addrx/...
+        _, q = _uleb(dinfo, q)
+        return q
+    if form in (0x0a, 0x18, 0x09):  # block1? exprloc, block
+        if form == 0x0a:
+            n = dinfo[q]
+            return q + 1 + n
+        n, q = _uleb(dinfo, q)
+        return q + n
+    if form == 0x03:
+        return q + 2 + struct.unpack_from("<H", dinfo, q)[0]
+    if form == 0x04:
+        return q + 4 + struct.unpack_from("<I", dinfo, q)[0]
+    size = _FIXED.get(form)
+    if size is None or size < 0:
+        raise ValueError(f"DWARF form 0x{form:x} not handled")
+    return q + size

@@ -1,0 +1,77 @@
+"""Run every check over the ELF files of a tree and assemble the report."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from orchestrator.verify.config import VerifyConfig
+from orchestrator.verify.elf import ElfInfo, header_platform
+from orchestrator.verify.report import FileFacts, Finding, VerifyReport
+from orchestrator.verify.resolve import Resolver, realpath, within
+from orchestrator.verify.rules import ALL_CHECKS, State, is_extension, vkey
+
+
+def elf_files(prefix: Path) -> list[Path]:
+    """Regular (non-symlink) ELF shared objects and executables under prefix, sorted."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(prefix):
+        dirnames.sort()
+        for name in sorted(filenames):
+            p = Path(dirpath) / name
+            if p.is_symlink() or not p.is_file():
+                continue
+            if name.endswith((".o", ".a", ".debug")) or header_platform(p) is None:
+                continue
+            out.append(p)
+    return out
+
+
+def _python_hosted(obj: ElfInfo) -> bool:
+    return any(u.name.startswith((b"Py", b"_Py")) for u in obj.undefined)
+
+
+def verify_tree(cfg: VerifyConfig) -> VerifyReport:
+    """Check every ELF file under cfg.prefix; never raises for a failed check."""
+    t0 = time.perf_counter()
+    resolver = Resolver(cfg.search)
+    objects: dict[str, ElfInfo] = {}
+    findings: list[Finding] = []
+    root = cfg.root.resolve()
+    for path in cfg.roots if cfg.roots is not None else elf_files(cfg.prefix):
+        real = realpath(str(path))
+        rel = real[len(str(root)) + 1:] if within(real, str(root)) else str(path)
+        try:
+            info = resolver.elf(path)
+        except ValueError as e:
+            findings.append(Finding(check="resolution", severity="fail", file=rel, cause=str(e)))
+            continue
+        if info.etype not in ("ET_DYN", "ET_EXEC"):
+            continue
+        objects[rel] = info
+    extensions = {rel for rel, o in objects.items() if is_extension(rel, o, cfg)}
+    closures = {}
+    for rel, obj in objects.items():
+        preload: list[Path] = []
+        if cfg.interpreter and (rel in extensions or _python_hosted(obj)):
+            preload = [cfg.interpreter.path]
+        closures[rel] = resolver.closure(obj.path, preload)
+    facts = {rel: FileFacts(needed=o.needed, runpath=o.runpath, rpath=o.rpath) for rel, o in objects.items()}
+    state = State(cfg, resolver, objects, closures, extensions, facts)
+    checks: dict[str, str] = {}
+    for name, check in ALL_CHECKS.items():
+        if name in cfg.rules.skip:
+            checks[name] = "skipped"
+            continue
+        found = check(state)
+        findings += found
+        checks[name] = "fail" if any(f.severity == "fail" for f in found) else "pass"
+    overall: dict[str, str] = {}
+    for f in facts.values():
+        for fam, v in f.max_versions.items():
+            if fam not in overall or vkey(v) > vkey(overall[fam]):
+                overall[fam] = v
+    return VerifyReport(
+        artifact=cfg.artifact, root=str(cfg.root), ok=not any(f.severity == "fail" for f in findings),
+        checks=checks, findings=findings, files=facts, max_versions=overall,
+        elapsed_s=round(time.perf_counter() - t0, 3))

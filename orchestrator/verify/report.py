@@ -1,0 +1,96 @@
+"""The verify report: pydantic models (stored as meta/verify.json) and the rich table."""
+from __future__ import annotations
+
+import io
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+from rich.console import Console
+from rich.table import Table
+
+CHECKS = ("resolution", "symbols", "cxx_abi", "python", "debug_info", "portability",
+          "required_symbols", "cuda")
+Check = Literal["resolution", "symbols", "cxx_abi", "python", "debug_info", "portability",
+                "required_symbols", "cuda"]
+Severity = Literal["fail", "warn", "info"]
+_ORDER = {"fail": 0, "warn": 1, "info": 2}
+
+
+class Finding(BaseModel):
+    """One result of one check for one file: what, where, why."""
+    model_config = ConfigDict(extra="forbid")
+    check: Check
+    severity: Severity
+    file: str
+    cause: str
+    detail: dict[str, object] = {}
+
+
+class FileFacts(BaseModel):
+    """Portability and build facts about one ELF file of the artifact."""
+    model_config = ConfigDict(extra="forbid")
+    needed: list[str] = []
+    runpath: list[str] = []
+    rpath: list[str] = []
+    max_versions: dict[str, str] = {}
+    debug_info: bool = False
+    producers: list[str] = []
+    cuda: list[str] = []
+    cxx11_abi: Literal["0", "1", "mixed"] | None = None
+
+
+class VerifyReport(BaseModel):
+    """Everything `doit verify` found for one artifact; `ok` is False on any failure."""
+    model_config = ConfigDict(extra="forbid")
+    schema_version: Literal[1] = 1
+    artifact: str
+    root: str
+    ok: bool
+    forced: bool = False
+    checks: dict[str, Literal["pass", "fail", "skipped"]]
+    findings: list[Finding]
+    files: dict[str, FileFacts]
+    max_versions: dict[str, str] = {}
+    elapsed_s: float = 0.0
+
+    def failures(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "fail"]
+
+    def summary(self) -> str:
+        """One line: which checks failed and the first cause."""
+        fails = self.failures()
+        if not fails:
+            return f"verify {self.artifact}: all checks passed ({len(self.files)} ELF files)"
+        failed = sorted({f.check for f in fails}, key=CHECKS.index)
+        return (f"verify {self.artifact}: {len(fails)} failure(s) in {', '.join(failed)}; "
+                f"first: {fails[0].file}: {fails[0].cause}")
+
+
+def render_table(report: VerifyReport, width: int = 160, color: bool = False) -> str:
+    """Per-check verdicts and findings (failures first) as rich tables, rendered to text."""
+    console = Console(file=io.StringIO(), width=width, force_terminal=color, color_system="auto" if color else None)
+    status = "[green]PASS[/]" if report.ok else "[red]FAIL[/]"
+    verdicts = Table(title=f"verify {report.artifact} {status}", show_lines=False)
+    verdicts.add_column("check")
+    verdicts.add_column("result")
+    for check in CHECKS:
+        v = report.checks.get(check, "skipped")
+        colour = {"pass": "green", "fail": "red", "skipped": "yellow"}[v]
+        verdicts.add_row(check, f"[{colour}]{v}[/]")
+    console.print(verdicts)
+    findings = sorted(report.findings, key=lambda f: (_ORDER[f.severity], CHECKS.index(f.check), f.file))
+    if findings:
+        t = Table(show_lines=False)
+        t.add_column("", no_wrap=True)
+        t.add_column("check", no_wrap=True)
+        t.add_column("file", overflow="fold")
+        t.add_column("cause", overflow="fold")
+        for f in findings:
+            mark = {"fail": "[red]FAIL[/]", "warn": "[yellow]warn[/]", "info": "[dim]info[/]"}[f.severity]
+            t.add_row(mark, f.check, f.file, f.cause)
+        console.print(t)
+    if report.max_versions:
+        console.print("needs at most: " + ", ".join(f"{k}_{v}" for k, v in sorted(report.max_versions.items())))
+    if report.forced and not report.ok:
+        console.print("[yellow]committed anyway (force=1); the failure is recorded in the manifest[/]")
+    return console.file.getvalue()
