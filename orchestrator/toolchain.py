@@ -186,6 +186,9 @@ def _install_debs(tmp: Path, lock: Lock) -> None:
                             f"the lock says {d.sha256}; run `doit lock` if the archive changed")
         subprocess.run(["dpkg-deb", "-x", str(files[0]), str(root)], check=True)
     _relativize_symlinks(root)
+    from orchestrator import debugger_env
+    if debugger_env.locate(root) is not None:
+        debugger_env.fixup(root)  # Debian's lldb-14 links that are wrong outside /usr
     remove_tree(dl)
 
 
