@@ -38,3 +38,21 @@ def task_status():
 def task_gc():
     """Delete store entries no profile generation within the last keep=N refers to."""
     return task(commands.cmd_gc, task_gc.__doc__)
+
+
+def task_push():
+    """Upload recipe/variant (or id=, or all=1 for the recipe) to the cache, signed."""
+    from orchestrator.cache.commands import cmd_push
+    return task(cmd_push, task_push.__doc__)
+
+
+def task_pull():
+    """Fetch recipe/variant (or id=) from the substituters into the store; never builds."""
+    from orchestrator.cache.commands import cmd_pull
+    return task(cmd_pull, task_pull.__doc__)
+
+
+def task_cache_keygen():
+    """Write a cache signing key pair (name=...) outside the repo; print the public key."""
+    from orchestrator.cache.commands import cmd_keygen
+    return {**task(cmd_keygen, task_cache_keygen.__doc__), "basename": "cache-keygen"}
