@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Set up orchestrator on a fresh Debian 12 machine and run the main job:
+#   doit build variant=relwithdebinfo   (the bundled demo recipe)
+# Installs system packages with apt (root or sudo), makes .venv from the system python3
+# (never conda's), installs this package into it, then builds.
+# BOOTSTRAP_NO_BUILD=1 stops after set-up (what .ci/run uses).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+# What the tool and its tests need from the system: the interpreter and venv module, the
+# compilers, gdb and nginx (WebDAV cache tests), dpkg-dev (dpkg-deb) and apt (lldb-14 debs).
+PACKAGES=(python3 python3-venv python3-dev gcc g++ make gdb nginx-light dpkg-dev ca-certificates curl zstd binutils)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+if [ ${#missing[@]} -gt 0 ]; then
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  /usr/bin/python3 -m venv .venv
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+
+if [ "${BOOTSTRAP_NO_BUILD:-0}" != 1 ]; then
+  .venv/bin/doit build variant=relwithdebinfo
+fi

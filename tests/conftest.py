@@ -1,0 +1,88 @@
+"""Shared fixtures: a throwaway copy of the project, stores sharing one real toolchain,
+and a `doit` runner that drives the real command line."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class DoitResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+def run_doit(project: Path, *args: str, env: dict[str, str] | None = None,
+             timeout: float = 600) -> DoitResult:
+    """Run the real `doit` on project/dodo.py, as a user would."""
+    full_env = {k: v for k, v in os.environ.items() if k not in ("ORCH_STORE", "MAX_JOBS")}
+    full_env.update(env or {})
+    proc = subprocess.run([sys.executable, "-m", "doit", "-f", str(project / "dodo.py"), *args],
+                          cwd=project, env=full_env, capture_output=True, text=True,
+                          timeout=timeout)
+    return DoitResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def copy_project(dest: Path) -> Path:
+    """dodo.py, recipes/ and locks/ of this repo: enough to run every verb."""
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(REPO / "dodo.py", dest / "dodo.py")
+    for d in ("recipes", "locks"):
+        shutil.copytree(REPO / d, dest / d, symlinks=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    if (REPO / "cache.toml").exists():
+        shutil.copy2(REPO / "cache.toml", dest / "cache.toml")
+    return dest
+
+
+@pytest.fixture(scope="session")
+def session_toolchain(tmp_path_factory) -> Path:
+    """One real materialized toolchain for the whole run (venv + lldb debs)."""
+    store = tmp_path_factory.mktemp("toolchain-store")
+    res = run_doit(REPO, "toolchain", f"store={store}")
+    assert res.returncode == 0, res.output
+    [tc] = list((store / "toolchains").iterdir())
+    return tc
+
+
+def make_store(root: Path, toolchain: Path) -> Path:
+    """A fresh store that reuses the session's toolchain (same lock, same hash)."""
+    (root / "toolchains").mkdir(parents=True, exist_ok=True)
+    os.symlink(toolchain, root / "toolchains" / toolchain.name)
+    return root
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    return copy_project(tmp_path / "project")
+
+
+@pytest.fixture
+def store(tmp_path, session_toolchain) -> Path:
+    return make_store(tmp_path / "store", session_toolchain)
+
+
+@pytest.fixture
+def doit(project, store):
+    """doit(*args) on the test's project copy and store (substitutes off unless asked)."""
+
+    def call(*args: str, env: dict[str, str] | None = None) -> DoitResult:
+        extra = [] if any(a.startswith("store=") for a in args) else [f"store={store}"]
+        if not any(a.startswith("substitute=") for a in args) and args and args[0] in ("build", "switch"):
+            extra.append("substitute=0")
+        return run_doit(project, *args, *extra, env=env)
+
+    return call

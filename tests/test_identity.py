@@ -1,0 +1,127 @@
+"""Identity rules: what changes an artifact id and what must not (issue 2, point 7)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import copy_project
+from orchestrator.plan import make_plan
+from orchestrator.settings import Settings
+from orchestrator.store import Store
+
+
+def artifact_id(project: Path, store: Path, **variables: str) -> str:
+    settings = Settings.from_vars(project, {"store": str(store), **variables})
+    return make_plan(settings, Store(store)).artifact_id
+
+
+@pytest.fixture
+def base(project, tmp_path):
+    store = tmp_path / "idstore"
+    return project, store, artifact_id(project, store)
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def edit_lock_entry(project: Path, key: str, field: str, value: str) -> None:
+    path = project / "locks" / "toolchain.lock.json"
+    data = json.loads(path.read_text())
+    data["entries"][key][field] = value
+    path.write_text(json.dumps(data, indent=2, sort_keys=True))
+
+
+def test_same_inputs_same_id_at_another_path(base, tmp_path):
+    project, store, first = base
+    other = copy_project(tmp_path / "elsewhere" / "checkout")
+    assert artifact_id(other, tmp_path / "other-store") == first
+
+
+def test_source_change_changes_id(base):
+    project, store, first = base
+    edit(project / "recipes/demo/ops/add_kernel.cpp", "namespace native {", "namespace native {\n// x")
+    assert artifact_id(project, store) != first
+
+
+def test_variant_option_changes_id(base):
+    project, store, first = base
+    edit(project / "recipes/demo.toml", 'build_type = "RelWithDebInfo"',
+         'build_type = "RelWithDebInfo"\ncflags = ["-fno-inline"]')
+    assert artifact_id(project, store) != first
+
+
+def test_variants_differ(base):
+    project, store, first = base
+    assert artifact_id(project, store, variant="release") != first
+
+
+def test_recipe_field_changes_id(base):
+    project, store, first = base
+    edit(project / "recipes/demo.toml", 'system = "cmake"', 'system = "cmake"\ndefines = { DEMO_X = "1" }')
+    assert artifact_id(project, store) != first
+
+
+def test_used_lock_entry_changes_id(base):
+    project, store, first = base
+    edit_lock_entry(project, "pypi:cmake", "sha256", "0" * 64)
+    assert artifact_id(project, store) != first
+
+
+def test_unused_lock_entry_keeps_id(base):
+    project, store, first = base
+    edit_lock_entry(project, "deb:lldb-14", "sha256", "0" * 64)
+    edit_lock_entry(project, "pypi:torch", "sha256", "1" * 64)
+    assert artifact_id(project, store) == first
+
+
+def test_reformatted_recipe_keeps_id(base):
+    project, store, first = base
+    path = project / "recipes/demo.toml"
+    original = path.read_text()
+    # Same content: comments added, tables and keys reordered, inline tables expanded.
+    path.write_text("""
+# reformatted by hand
+description   =   "PyTorch-shaped demo: core lib, ops lib, CPython extension, Python package"
+
+[variants.debug]
+cflags = [ "-fno-omit-frame-pointer" ]   # keep frames
+build_type = "Debug"
+
+[variants.release]
+build_type = "Release"
+
+[variants.relwithdebinfo]
+build_type = "RelWithDebInfo"
+
+[build]
+system = "cmake"
+
+[source]
+path = "demo"
+kind = "path"
+
+[verify.required_symbols]
+"lib/libdemo_ops.so" = ["demo::native::add_kernel*"]
+""")
+    assert original != path.read_text()
+    assert artifact_id(project, store) == first
+
+
+def test_parallelism_keeps_id(base, monkeypatch):
+    project, store, first = base
+    assert artifact_id(project, store, jobs="1") == first
+    monkeypatch.setenv("MAX_JOBS", "7")
+    assert artifact_id(project, store) == first
+
+
+def test_source_identity_uses_stat_cache(base):
+    """A no-op plan does not re-read unchanged files (the stat cache answers)."""
+    project, store, first = base
+    cache = json.loads((store / "cache" / "stat-cache.json").read_text())
+    assert any(k.endswith("add_kernel.cpp") for k in cache)
+    assert artifact_id(project, store) == first
