@@ -75,6 +75,8 @@ def cmd_switch(settings: Settings) -> None:
     gen, changed = ws.switch(r.path, store, tc_root if tc_root.is_dir() else None, outputs)
     if tc_root.is_dir():
         Toolchain(tc_root, r.plan.lock)  # the workspace's python comes from here
+    from orchestrator import ide
+    ide.refresh_if_managed(settings, r.plan)  # .vscode/ etc. follow the new variant when managed
     state = "switched" if changed else "already active"
     emit(settings, {"generation": gen, "changed": changed, "path": str(r.path),
                     "id": r.plan.artifact_id, "origin": r.origin},

@@ -91,11 +91,16 @@ def iter_tree(root: Path, exclude_dirs: Iterable[str] = (".git",)) -> list[Path]
 
 
 def tree_digest(root: Path, cache: StatCache | None = None,
-                exclude_dirs: Iterable[str] = (".git",)) -> str:
-    """Hash of a directory's content: relative paths, exec bits, symlink targets, file hashes."""
+                exclude_dirs: Iterable[str] = (".git",),
+                exclude_files: Iterable[str] = ()) -> str:
+    """Hash of a directory's content: relative paths, exec bits, symlink targets, file hashes.
+    exclude_files: paths relative to root (e.g. generated IDE files) left out."""
     items = []
+    skip_files = set(exclude_files)
     for f in iter_tree(root, exclude_dirs):
         rel = f.relative_to(root).as_posix()
+        if rel in skip_files:
+            continue
         if f.is_symlink():
             items.append([rel, "l", os.readlink(f)])
         else:

@@ -13,6 +13,8 @@ from orchestrator.store import Store
 
 # Never part of a source's identity: VCS metadata and build output left in the tree.
 IGNORED_DIRS = (".git", ".hg", "build", "__pycache__", ".orch", ".vscode", ".cache")
+# Files `doit vscode` / `doit switch` write at a source root (CMake reads presets only there).
+IGNORED_FILES = ("CMakePresets.json", ".lldbinit", ".gdbinit", "compile_commands.json")
 
 
 @dataclass
@@ -38,7 +40,7 @@ def prepare_path_source(settings: Settings, recipe: Recipe, spec: PathSource,
         where = "source=" + raw if "source" in settings.vars else f"recipes/{recipe.name}.toml: source.path"
         raise UserError(f"{where}: source directory {src} does not exist; fix the path")
     cache = stat_cache(store)
-    digest = tree_digest(src, cache, IGNORED_DIRS)
+    digest = tree_digest(src, cache, IGNORED_DIRS, IGNORED_FILES)
     cache.save()
     return PreparedSource(dir=src, identity={"kind": "path", "tree_sha256": digest})
 

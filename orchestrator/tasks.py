@@ -56,3 +56,9 @@ def task_cache_keygen():
     """Write a cache signing key pair (name=...) outside the repo; print the public key."""
     from orchestrator.cache.commands import cmd_keygen
     return {**task(cmd_keygen, task_cache_keygen.__doc__), "basename": "cache-keygen"}
+
+
+def task_vscode():
+    """Write .vscode/ (lldb-14, gdb, debugpy), CMakePresets.json, .lldbinit/.gdbinit for the profile."""
+    from orchestrator import ide
+    return task(ide.cmd_vscode, task_vscode.__doc__)
