@@ -37,10 +37,11 @@ def run_verify(stage: Path, plan: Plan, toolchain: Toolchain, settings: Settings
         console.print("[yellow]verify: not available yet, skipped[/]")
         return None
     report = verify_artifact(stage, plan, toolchain)
+    report.forced = settings.force and not report.ok
     summary = report.summary()
     write_atomic(stage / "meta" / "verify.json", pretty_json(report.to_json()))
     if not report.ok:
-        console.print(report.render())
+        console.print(report.render(), markup=False)
         if not settings.force:
             return {"__failed__": True, **summary}
         summary["forced"] = True

@@ -20,6 +20,12 @@ def task_build():
     return task(commands.cmd_build, task_build.__doc__)
 
 
+def task_verify():
+    """Check recipe/variant (or id=) for ABI, linkage, debug info, CUDA archs (format=json)."""
+    from orchestrator.verify.command import cmd_verify
+    return task(cmd_verify, task_verify.__doc__)
+
+
 def task_switch():
     """Point the workspace's profile at recipe/variant, building it first if missing."""
     return task(commands.cmd_switch, task_switch.__doc__)

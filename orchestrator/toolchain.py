@@ -241,9 +241,11 @@ def ensure_toolchain(store: Store, lock: Lock) -> Toolchain:
             with step("toolchain: locked Debian packages (dpkg-deb -x, no root)"):
                 _install_debs(tmp, lock)
             _relocate_venv(tmp / "venv", tmp, final)
-            write_atomic(tmp / TOOLCHAIN_JSON, pretty_json({
-                "lock": lock.name, "lock_digest": lock.digest(),
-                "entries": sorted(lock.entries)}))
+            facts = {"lock": lock.name, "lock_digest": lock.digest(), "entries": sorted(lock.entries)}
+            if "pypi:torch" in lock.entries:  # its C++ ABI flag, which builds against it must match
+                from orchestrator.verify.torch_abi import probe_torch
+                facts["torch"] = probe_torch(tmp / "venv" / "bin" / "python")
+            write_atomic(tmp / TOOLCHAIN_JSON, pretty_json(facts))
             if final.exists():
                 remove_tree(final)
             os.rename(tmp, final)

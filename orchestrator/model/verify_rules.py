@@ -16,6 +16,10 @@ class VerifyRules(BaseModel):
     allowed_system_libs: list[str] = []
     # Library path (relative to prefix) -> demangled symbol patterns it must export.
     required_symbols: dict[str, list[str]] = {}
+    # What loads the artifact: "none" (resolved on its own; extension modules still get the
+    # interpreter), "python" (the locked interpreter first) or "torch" (the interpreter and the
+    # locked torch's _C with its libraries, as after `import torch`).
+    host: Literal["none", "python", "torch"] = "none"
     # Extension modules: "forbid" any libpython; "interpreter" allows exactly the locked
     # interpreter's libpython soname.
     libpython: Literal["forbid", "interpreter"] = "forbid"

@@ -1,0 +1,66 @@
+"""ABI and linkage verification of artifacts: read ELF files (never run them), report findings.
+
+`verify_artifact(staged, plan, toolchain)` is what realise calls before commit; `verify_tree`
+(engine) is the plan-free core the benchmark and tests use.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from orchestrator.verify.config import Interpreter, TorchFacts, VerifyConfig
+from orchestrator.verify.engine import verify_tree
+from orchestrator.verify.report import VerifyReport
+from orchestrator.verify.resolve import SearchConfig
+
+if TYPE_CHECKING:
+    from orchestrator.plan import Plan
+    from orchestrator.toolchain import Toolchain
+
+__all__ = ["verify_artifact", "verify_tree", "config_for", "VerifyReport", "VerifyConfig"]
+
+
+def config_for(artifact_dir: Path, plan: "Plan", toolchain: "Toolchain") -> VerifyConfig:
+    """The verification inputs of a staged or committed artifact of `plan`."""
+    from orchestrator.verify.torch_abi import torch_facts
+
+    recipe = plan.recipe
+    prefix = artifact_dir / "prefix"
+    py = toolchain.python_entry
+    interpreter = Interpreter(path=Path(py.path), version=py.version, ext_suffix=py.ext_suffix,
+                              libpython_soname=py.libpython_soname)
+    uses_torch = "pypi:torch" in plan.inputs
+    torch = torch_facts(toolchain) if uses_torch else None
+    store_root = toolchain.root.parent.parent
+    build_dirs = [store_root / "build", Path(plan.source_dir)]
+    preload: list[Path] = []
+    if recipe.verify.host in ("python", "torch"):
+        preload.append(interpreter.path)
+    if recipe.verify.host == "torch":
+        if torch is None or torch.lib_dir is None:
+            from orchestrator.errors import UserError
+            raise UserError(f"recipes/{recipe.name}.toml: verify.host = \"torch\" needs pypi:torch "
+                            "in build.uses")
+        preload += sorted(torch.lib_dir.parent.glob("_C.cpython-*.so"))
+    return VerifyConfig(
+        artifact=plan.name,
+        root=artifact_dir,
+        prefix=prefix,
+        rules=recipe.verify,
+        variant=plan.variant_name,
+        build_type=plan.variant.build_type,
+        cmake=recipe.build.system in ("cmake", "pytorch") and not plan.variant.targets,
+        defines=dict(plan.variant.defines),
+        search=SearchConfig(ld_library_path=[str(prefix / d) for d in recipe.outputs.lib]),
+        toolchain_dirs=[toolchain.root],
+        build_dirs=build_dirs,
+        python_dirs=[prefix / d for d in recipe.outputs.python],
+        interpreter=interpreter,
+        torch=torch,
+        preload=preload,
+    )
+
+
+def verify_artifact(staged_dir: Path, plan: "Plan", toolchain: "Toolchain") -> VerifyReport:
+    """Verify a staged artifact directory (prefix/ + meta/) against its plan and toolchain."""
+    return verify_tree(config_for(staged_dir, plan, toolchain))

@@ -47,4 +47,5 @@ class VerifyConfig:
     python_dirs: list[Path] = field(default_factory=list)
     interpreter: Interpreter | None = None
     torch: TorchFacts | None = None
+    preload: list[Path] = field(default_factory=list)  # loaded before every root (the host)
     roots: list[Path] | None = None  # check only these files (default: every ELF in prefix)

@@ -52,8 +52,8 @@ def verify_tree(cfg: VerifyConfig) -> VerifyReport:
     extensions = {rel for rel, o in objects.items() if is_extension(rel, o, cfg)}
     closures = {}
     for rel, obj in objects.items():
-        preload: list[Path] = []
-        if cfg.interpreter and (rel in extensions or _python_hosted(obj)):
+        preload = list(cfg.preload)
+        if cfg.interpreter and not preload and (rel in extensions or _python_hosted(obj)):
             preload = [cfg.interpreter.path]
         closures[rel] = resolver.closure(obj.path, preload)
     facts = {rel: FileFacts(needed=o.needed, runpath=o.runpath, rpath=o.rpath) for rel, o in objects.items()}

@@ -56,7 +56,22 @@ class VerifyReport(BaseModel):
     def failures(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == "fail"]
 
-    def summary(self) -> str:
+    def summary(self) -> dict[str, object]:
+        """What the manifest records: verdicts, failure count and the first causes."""
+        fails = self.failures()
+        return {"ok": self.ok, "checks": dict(self.checks), "failures": len(fails),
+                "first_failures": [f"{f.file}: {f.cause}" for f in fails[:5]],
+                "max_versions": dict(self.max_versions), "forced": self.forced}
+
+    def to_json(self) -> dict[str, object]:
+        """The full report as JSON-ready data (meta/verify.json)."""
+        return self.model_dump(mode="json")
+
+    def render(self) -> str:
+        """The table for people (see render_table)."""
+        return render_table(self)
+
+    def headline(self) -> str:
         """One line: which checks failed and the first cause."""
         fails = self.failures()
         if not fails:

@@ -152,19 +152,23 @@ class Resolver:
         return None, tried
 
     def closure(self, root: Path, preload: list[Path] = ()) -> Closure:
-        """Load `root` (after `preload`, e.g. the interpreter for an extension) like ld.so would."""
-        first = self.elf(root)
+        """Load `root` like ld.so would, after `preload` (the host, e.g. the interpreter and
+        torch's _C) has been loaded completely, as by an earlier dlopen."""
         objects: list[ElfInfo] = []
         loaded: dict[str, ElfInfo] = {}
         edges: list[Edge] = []
-        queue: list[tuple[ElfInfo, list[ElfInfo]]] = []
         for p in [*preload, root]:
             o = self.elf(p)
             if o in objects:
                 continue
             objects.append(o)
-            loaded[o.soname or o.path.name] = o
-            queue.append((o, []))
+            loaded.setdefault(o.soname or o.path.name, o)
+            self._load_deps(o, objects, loaded, edges)
+        return Closure(self.elf(root), objects, edges)
+
+    def _load_deps(self, start: ElfInfo, objects: list[ElfInfo], loaded: dict[str, ElfInfo],
+                   edges: list[Edge]) -> None:
+        queue: list[tuple[ElfInfo, list[ElfInfo]]] = [(start, [])]
         while queue:
             obj, chain = queue.pop(0)
             for soname in obj.needed:
@@ -182,4 +186,3 @@ class Resolver:
                 if dep not in objects:
                     objects.append(dep)
                     queue.append((dep, [*chain, obj]))
-        return Closure(first, objects, edges)

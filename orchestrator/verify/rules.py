@@ -110,7 +110,9 @@ def check_symbols(st: State) -> list[Finding]:
                                    detail={"library": str(lib.path), "versions": lacking}))
         if not missing:
             continue
-        where = ", ".join(o.path.name for o in others) or "(no libraries)"
+        names = [o.path.name for o in others]
+        where = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+        where = where or "(no libraries)"
         for u in missing[:MAX_SYMBOLS_PER_FILE]:
             ver = f"@{u.version}" if u.version else ""
             out.append(Finding(check="symbols", severity="fail", file=rel,
@@ -212,7 +214,9 @@ def check_cxx_abi(st: State) -> list[Finding]:
         st.facts[rel].cxx11_abi = abi
         closure = st.closures[rel]
         reported = False
-        for u in st.unresolved.get(rel, []):
+        # c10 symbols first: they name the most basic torch library in the message.
+        unresolved = sorted(st.unresolved.get(rel, []), key=lambda u: not u.name.startswith(b"_ZN3c10"))
+        for u in unresolved:
             mine = symbol_abi(u.name)
             prefix = _name_prefix(u.name)
             if mine is None or prefix is None:

@@ -1,0 +1,58 @@
+"""`doit verify`: check a committed artifact (recipe/variant, or id=) and print the report."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from orchestrator.console import console
+from orchestrator.errors import CheckFailed, UserError
+from orchestrator.settings import Settings
+from orchestrator.store import Store
+from orchestrator.verify.report import VerifyReport
+
+
+def _locate(settings: Settings, store: Store):
+    """(artifact path, plan) for id= or recipe=/variant=."""
+    from orchestrator.plan import make_plan
+
+    wanted = settings.vars.get("id")
+    if wanted:
+        matches = [p for p in store.artifacts() if p.name.startswith(wanted)] if len(wanted) >= 6 else []
+        if len(matches) != 1:
+            what = "no artifact" if not matches else f"{len(matches)} artifacts"
+            raise UserError(f"id={wanted}: {what} in {store.store_dir} match; give at least 6 "
+                            "hex digits of one (see `doit status`)")
+        path = matches[0]
+        manifest = Store.read_manifest(path)
+        plan = make_plan(settings, store, manifest.recipe, manifest.variant)
+        return path, plan
+    plan = make_plan(settings, store)
+    path = store.find(plan.artifact_id)
+    if path is None:
+        raise UserError(f"{plan.recipe.name} {plan.variant_name} ({plan.artifact_id[:12]}) is not in "
+                        f"the store; run `doit build recipe={plan.recipe.name} variant={plan.variant_name}`")
+    return path, plan
+
+
+def cmd_verify(settings: Settings) -> VerifyReport:
+    """Verify one artifact; exit 1 (CheckFailed) with the report when any check fails."""
+    from orchestrator.toolchain import ensure_toolchain
+    from orchestrator.verify import verify_artifact
+
+    store = Store(settings.store_root)
+    path, plan = _locate(settings, store)
+    report = verify_artifact(path, plan, ensure_toolchain(store, plan.lock))
+    if settings.fmt == "json":
+        print(json.dumps(report.to_json(), sort_keys=True))
+    else:
+        console.print(report.render(), markup=False, soft_wrap=True)
+    if not report.ok:
+        raise CheckFailed(report.headline())
+    console.print(report.headline(), markup=False) if settings.fmt != "json" else None
+    return report
+
+
+def stored_report(artifact: Path) -> VerifyReport | None:
+    """The report a build stored in meta/verify.json, if any."""
+    p = artifact / "meta" / "verify.json"
+    return VerifyReport.model_validate_json(p.read_text()) if p.is_file() else None

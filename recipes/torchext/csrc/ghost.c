@@ -1,0 +1,1 @@
+int ghost_value(void) { return 42; }

@@ -1,0 +1,2 @@
+int ghost_value(void);
+int twice_ghost(void) { return 2 * ghost_value(); }
