@@ -355,7 +355,7 @@ def lldbinit_block(spec: IdeSpec) -> str:
 def gdbinit_block(spec: IdeSpec) -> str:
     """substitute-path and the profile's environment for `gdb -x .gdbinit`."""
     lines = [f"# gdb: gdb -x {spec.workspace}/.gdbinit --args {spec.python(True)} your_script.py",
-             "set breakpoint pending on"]
+             "set breakpoint pending on", "set debuginfod enabled off"]
     lines += [f"set substitute-path {a} {b}" for a, b in spec.source_map(True)]
     lines += [f"set environment {k}={v}" for k, v in spec.env(absolute=True).items()]
     return "\n".join(lines) + "\n"
@@ -367,30 +367,32 @@ def presets_path(spec: IdeSpec) -> Path:
     return spec.source_dir / "CMakePresets.json"
 
 
-def write_files(spec: IdeSpec) -> list[Path]:
-    """Write every file; return those whose content changed."""
+def render_files(spec: IdeSpec) -> dict[Path, tuple[str, int]]:
+    """Every file's new content and mode; reads (and validates) the existing ones first, so
+    a file we cannot merge stops the run before anything is written."""
     vs = spec.workspace / ".vscode"
-    changed: list[Path] = []
-
-    def put(path: Path, text: str, mode: int = 0o644) -> None:
-        if write_if_changed(path, text, mode):
-            changed.append(path)
-
+    out: dict[Path, tuple[str, int]] = {}
     for name, text in wrappers(spec).items():
-        put(spec.workspace / ".orch" / "bin" / name, text, 0o755)
-    put(vs / "launch.json", _dump(launch_json(spec, vs / "launch.json")))
-    put(vs / "tasks.json", _dump(tasks_json(spec, vs / "tasks.json")))
-    put(vs / "settings.json", _dump(settings_json(spec, vs / "settings.json")))
-    put(vs / "c_cpp_properties.json",
-        _dump(cpp_properties_json(spec, vs / "c_cpp_properties.json")))
+        out[spec.workspace / ".orch" / "bin" / name] = (text, 0o755)
+    out[vs / "launch.json"] = (_dump(launch_json(spec, vs / "launch.json")), 0o644)
+    out[vs / "tasks.json"] = (_dump(tasks_json(spec, vs / "tasks.json")), 0o644)
+    out[vs / "settings.json"] = (_dump(settings_json(spec, vs / "settings.json")), 0o644)
+    out[vs / "c_cpp_properties.json"] = (
+        _dump(cpp_properties_json(spec, vs / "c_cpp_properties.json")), 0o644)
     if spec.configure_args:
-        put(presets_path(spec), _dump(cmake_presets(spec, presets_path(spec))))
+        out[presets_path(spec)] = (_dump(cmake_presets(spec, presets_path(spec))), 0o644)
     for name, block in ((".lldbinit", lldbinit_block(spec)), (".gdbinit", gdbinit_block(spec))):
         p = spec.workspace / name
-        put(p, replace_block(p.read_text() if p.is_file() else "", block))
-    put(spec.workspace / ".orch" / STATE_FILE,
-        _dump({"managed": True, "recipe": spec.recipe, "variant": spec.variant}))
-    return changed
+        out[p] = (replace_block(p.read_text() if p.is_file() else "", block), 0o644)
+    out[spec.workspace / ".orch" / STATE_FILE] = (
+        _dump({"managed": True, "recipe": spec.recipe, "variant": spec.variant}), 0o644)
+    return out
+
+
+def write_files(spec: IdeSpec) -> list[Path]:
+    """Write every file (atomically, only when changed); return those written."""
+    return [path for path, (text, mode) in render_files(spec).items()
+            if write_if_changed(path, text, mode)]
 
 
 def is_managed(workspace: Path) -> bool:

@@ -8,6 +8,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -178,3 +179,59 @@ def env_list_to_dict(entries: Sequence[str] | Mapping[str, str]) -> dict[str, st
         return dict(entries)
     return dict(e.split("=", 1) for e in entries)
 
+
+
+@dataclass
+class Stop:
+    """Where a launch stopped: the stopped event body, the stack, frame 0's first scope."""
+    reason: str
+    frames: list[Message]
+    variables: dict[str, str]
+    output: str
+    seconds: float                  # from starting the adapter to the 'stopped' event
+
+
+def stop_in_function(config: Mapping[str, Any], function: str, timeout: float = 90.0,
+                     log: Path | None = None) -> Stop:
+    """Start config['debugAdapterExecutable'], launch exactly `config`, break on `function`
+    (initialize → launch → setFunctionBreakpoints → configurationDone → stopped →
+    stackTrace → scopes → variables)."""
+    t0 = time.monotonic()
+    with DapClient([config["debugAdapterExecutable"]], log=log) as c:
+        c.request("initialize", {"clientID": "orch-tests", "adapterID": config["type"],
+                                 "linesStartAt1": True, "columnsStartAt1": True,
+                                 "pathFormat": "path"})
+        launch = c.send_request("launch", config)
+        c.event("initialized", timeout)
+        c.request("setFunctionBreakpoints", {"breakpoints": [{"name": function}]})
+        c.request("configurationDone")
+        c.response(launch, timeout)
+        mark = len(c.messages)
+        ev = c.wait_for(lambda m: m.get("type") == "event" and m.get("event") in ("stopped", "exited"),
+                        timeout, "'stopped' event", mark)
+        seconds = time.monotonic() - t0
+        if ev["event"] == "exited":
+            time.sleep(0.2)
+            raise DapError(f"the program exited without stopping in {function}: {c.output()[-3000:]}")
+        thread = ev["body"]["threadId"]
+        frames = c.request("stackTrace", {"threadId": thread, "startFrame": 0,
+                                          "levels": 20})["body"]["stackFrames"]
+        scopes = c.request("scopes", {"frameId": frames[0]["id"]})["body"]["scopes"]
+        variables = {}
+        if scopes and scopes[0]["variablesReference"]:
+            body = c.request("variables", {"variablesReference": scopes[0]["variablesReference"]})
+            variables = {v["name"]: v["value"] for v in body["body"]["variables"]}
+        return Stop(ev["body"].get("reason", ""), frames, variables, c.output(), seconds)
+
+
+def run_to_exit(config: Mapping[str, Any], timeout: float = 90.0) -> tuple[int, str]:
+    """Launch `config` without breakpoints; (exit code, the program's output)."""
+    with DapClient([config["debugAdapterExecutable"]]) as c:
+        c.request("initialize", {"clientID": "orch-tests", "adapterID": config["type"]})
+        launch = c.send_request("launch", config)
+        c.event("initialized", timeout)
+        c.request("configurationDone")
+        c.response(launch, timeout)
+        ev = c.event("exited", timeout)
+        c.event("terminated", timeout)
+        return int(ev["body"]["exitCode"]), c.output()

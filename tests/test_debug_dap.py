@@ -1,0 +1,106 @@
+"""The generated launch configurations, driven through the toolchain's real lldb-vscode-14
+over DAP: relwithdebinfo stops in demo::native::add_kernel at a line of the checkout with
+the value Python passed; debug-env reaches the process; release says why it has no line."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import copy_project, make_store, run_doit
+from dap_client import run_to_exit, stop_in_function
+
+from orchestrator.ide import resolve_variables
+
+FUNCTION = "demo::native::add_kernel"
+LLDB_CONFIG = "orch: Python + C++ (lldb-14)"
+SCRIPT = """\
+import os, demo
+print("result", demo.add([1.0, 2.0, 3.0], [10.0, 20.0, 30.0], alpha=2.5), demo.build_type())
+print("toggles", *(f"{k}={os.environ.get(k)}" for k in
+      ("CUDA_LAUNCH_BLOCKING", "TORCH_SHOW_CPP_STACKTRACES", "PYTHONFAULTHANDLER")))
+"""
+
+
+def function_span(source: Path, signature: str) -> range:
+    """Line numbers (1-based) from `signature`'s line to the function's closing brace."""
+    lines = source.read_text().splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith(signature)) + 1
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("}")) + 1
+    return range(start, end + 1)
+
+
+def launch_config(ws: Path, name: str, script: Path) -> dict[str, Any]:
+    """The named configuration from the generated launch.json, with VS Code's variables."""
+    configs = json.loads((ws / ".vscode" / "launch.json").read_text())["configurations"]
+    [config] = [c for c in configs if c["name"] == name]
+    return resolve_variables(config, ws, script)
+
+
+class Workspace:
+    def __init__(self, root: Path, store: Path, script: Path) -> None:
+        self.root, self.store, self.script = root, store, script
+
+    def doit(self, *args: str) -> str:
+        res = run_doit(self.root, *args, f"store={self.store}")
+        assert res.returncode == 0, res.output
+        return res.stdout
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory, session_toolchain) -> Workspace:
+    base = tmp_path_factory.mktemp("debug-dap")
+    w = Workspace(copy_project(base / "checkout"), make_store(base / "store", session_toolchain),
+                  base / "call_add.py")
+    w.script.write_text(SCRIPT)
+    w.doit("switch", "variant=relwithdebinfo", "substitute=0")
+    w.doit("vscode")
+    return w
+
+
+def test_lldb_vscode_stops_in_add_kernel_at_a_checkout_line(ws: Workspace, tmp_path: Path) -> None:
+    config = launch_config(ws.root, LLDB_CONFIG, ws.script)
+    assert config["type"] == "lldb-dap" and config["request"] == "launch"
+    stop = stop_in_function(config, FUNCTION, log=tmp_path / "dap.log")
+    assert stop.reason == "breakpoint", stop
+    top = stop.frames[0]
+    assert "demo::native::add_kernel" in top["name"], top
+    source = ws.root / "recipes/demo/ops/add_kernel.cpp"
+    assert top["source"].get("path") == str(source), top
+    assert top["line"] in function_span(source, "Tensor add_kernel("), top
+    assert stop.variables.get("alpha") == "2.5", stop.variables
+    # The caller chain continues through the CPython extension, also mapped to the checkout.
+    paths = [f.get("source", {}).get("path", "") for f in stop.frames[:3]]
+    assert str(ws.root / "recipes/demo/ops/registry.cpp") in paths, paths
+
+
+def test_debug_env_configuration_sets_the_runtime_toggles(ws: Workspace) -> None:
+    config = launch_config(ws.root, "orch: debug-env Python + C++ (lldb-14)", ws.script)
+    code, out = run_to_exit(config)
+    assert code == 0, out
+    assert "result [26.0, 52.0, 78.0] RelWithDebInfo" in out, out
+    assert ("toggles CUDA_LAUNCH_BLOCKING=1 TORCH_SHOW_CPP_STACKTRACES=1 PYTHONFAULTHANDLER=1"
+            in out), out
+    # The plain configuration does not set them (the toggles come from the config, not lldb).
+    _, plain = run_to_exit(launch_config(ws.root, LLDB_CONFIG, ws.script))
+    assert "toggles CUDA_LAUNCH_BLOCKING=None" in plain, plain
+
+
+def test_release_binds_by_symbol_only_and_says_why(ws: Workspace) -> None:
+    launch_before = (ws.root / ".vscode/launch.json").read_bytes()
+    ws.doit("switch", "variant=release", "substitute=0")
+    # The switch refreshed the managed files: only what names the variant changed.
+    tasks = json.loads((ws.root / ".vscode/tasks.json").read_text())["tasks"]
+    [build] = [t for t in tasks if t["label"] == "orch: build"]
+    assert "variant=release" in build["args"], build
+    assert (ws.root / ".vscode/launch.json").read_bytes() == launch_before
+    report = json.loads(ws.doit("vscode", "format=json").strip().splitlines()[-1])
+    assert report["variant"] == "release"
+    assert report["debug_info"]["prefix/lib/libdemo_ops.so"] is False, report
+    assert "no DWARF line tables in" in report["note"] and "libdemo_ops.so" in report["note"]
+    stop = stop_in_function(launch_config(ws.root, LLDB_CONFIG, ws.script), FUNCTION)
+    top = stop.frames[0]
+    assert "add_kernel" in top["name"], top
+    assert "path" not in top.get("source", {}), top    # disassembly only: no source line
+    assert "alpha" not in stop.variables
