@@ -1,0 +1,344 @@
+"""The team flow through the real CLI: build in store A, push to nginx, a teammate pulls into
+an empty store B and switches a workspace to it; then every kind of bad cache is refused
+with one line and leaves store and profile alone; then a one-file delta pull.
+"""
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pytest
+import zstandard
+
+sys.path.insert(0, str(Path(__file__).parent / "nginx"))
+from nginx_fixtures import nginx  # noqa: E402,F401  (fixture)
+from nginx_server import PASSWORD, USER, NginxServer, free_port  # noqa: E402
+
+from orchestrator.cache.signing import SecretKey  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+AREA = "e2e"
+
+
+@dataclass
+class Team:
+    root: Path
+    src: Path
+    keys: Path
+    public: str
+    config: Path
+    store_a: Path
+    store_b: Path
+    workspace: Path
+    nginx: NginxServer
+    built_id: str
+
+    @property
+    def area(self) -> Path:
+        return self.nginx.root / "cache" / AREA
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ORCH_CACHE_")}
+        env.update(ORCH_CACHE_CONFIG=str(self.config), ORCH_NO_PROGRESS="1",
+                   ORCH_CACHE_KEY_DIR=str(self.keys))
+        env.update(extra)
+        return env
+
+    def pusher_env(self) -> dict[str, str]:
+        return self.env(ORCH_CACHE_SIGNING_KEY=str(self.keys / "team-1.secret"),
+                        ORCH_CACHE_USER=USER, ORCH_CACHE_PASSWORD=PASSWORD)
+
+    def doit(self, *args: str, env: dict[str, str] | None = None,
+             check: bool = True) -> subprocess.CompletedProcess:
+        p = subprocess.run([sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), *args,
+                            f"source={self.src}"], cwd=REPO, env=env or self.env(),
+                           capture_output=True, text=True, timeout=300)
+        if check and p.returncode != 0:
+            raise AssertionError(f"doit {' '.join(args)} -> {p.returncode}\n{p.stdout}\n{p.stderr}")
+        return p
+
+    def write_config(self, path: Path, urls: list[str], keys: list[str] | None = None) -> Path:
+        path.write_text("[cache]\n" + f"substituters = {json.dumps(urls)}\n"
+                        + f"trusted-keys = {json.dumps(keys or [self.public])}\n"
+                        + "jobs = 4\ntimeout = 5\n")
+        return path
+
+
+@pytest.fixture(scope="module")
+def team(nginx: NginxServer, tmp_path_factory: pytest.TempPathFactory) -> Team:  # noqa: F811
+    root = tmp_path_factory.mktemp("team")
+    src = root / "demo-src"
+    shutil.copytree(REPO / "recipes" / "demo", src)
+    (root / "ws").mkdir()
+    t = Team(root=root, src=src, keys=root / "keys", public="", config=root / "cache.toml",
+             store_a=root / "A", store_b=root / "B", workspace=root / "ws", nginx=nginx,
+             built_id="")
+    p = subprocess.run([sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"),
+                        "cache-keygen", "name=team-1"], cwd=REPO, env=t.env(),
+                       capture_output=True, text=True, check=True)
+    t.public = p.stdout.strip().splitlines()[-1]
+    assert t.public.startswith("team-1:")
+    t.write_config(t.config, [nginx.url("cache") + AREA + "/"])
+    out = t.doit("build", f"store={t.store_a}", "substitute=0", "format=json")
+    t.built_id = json.loads(out.stdout)["id"]
+    return t
+
+
+def artifacts(store: Path) -> list[str]:
+    d = store / "store"
+    return sorted(p.name for p in d.iterdir()) if d.is_dir() else []
+
+
+def leftovers(store: Path) -> list[str]:
+    d = store / "tmp"
+    return sorted(p.name for p in d.iterdir()) if d.is_dir() else []
+
+
+def test_push_then_teammate_pulls_and_switches(team: Team) -> None:
+    # A client without write credentials is refused, naming what to set; nothing lands.
+    ro = team.doit("push", f"store={team.store_a}",
+                   env=team.env(ORCH_CACHE_SIGNING_KEY=str(team.keys / "team-1.secret")),
+                   check=False)
+    assert ro.returncode == 2, ro.stderr
+    assert "ORCH_CACHE_TOKEN, or ORCH_CACHE_USER and ORCH_CACHE_PASSWORD" in ro.stderr
+    assert not (team.area / "ac").exists()
+    nokey = team.doit("push", f"store={team.store_a}", env=team.env(), check=False)
+    assert nokey.returncode == 2 and "ORCH_CACHE_SIGNING_KEY" in nokey.stderr
+
+    pushed = team.doit("push", f"store={team.store_a}", "format=json", env=team.pusher_env())
+    stats = json.loads(pushed.stdout)["stats"]
+    assert stats["blobs_uploaded"] > 0 and stats["blobs_present"] == 0
+    assert (team.area / "ac" / f"{team.built_id}.json").is_file()
+    again = json.loads(team.doit("push", f"store={team.store_a}", "format=json",
+                                 env=team.pusher_env()).stdout)["stats"]
+    assert again["blobs_uploaded"] == 0 and again["blobs_present"] == stats["blobs_uploaded"]
+
+    # The teammate: empty store, no credentials, switches a workspace.
+    sw = team.doit("switch", f"store={team.store_b}", f"workspace={team.workspace}")
+    assert f"substituted from {team.nginx.url('cache')}{AREA}/" in sw.stderr, sw.stderr
+    assert artifacts(team.store_b) == artifacts(team.store_a)
+    run = subprocess.run(["bash", "-c", '. .orch/env.sh && python -c '
+                          '"import demo; print(demo.build_type(), demo.add([1, 2], [3, 4]))"'],
+                         cwd=team.workspace, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split()[0] == "RelWithDebInfo"
+    a = json.loads((team.store_a / "store" / artifacts(team.store_a)[0] / "manifest.json")
+                   .read_text())
+    b = json.loads((team.store_b / "store" / artifacts(team.store_b)[0] / "manifest.json")
+                   .read_text())
+    assert a["files"] == b["files"] and b["origin"]["kind"] == "substituted"
+
+
+# ---- refusals ------------------------------------------------------------------------------
+
+def _record(area: Path, artifact_id: str) -> dict:
+    return json.loads((area / "ac" / f"{artifact_id}.json").read_text())
+
+
+def _save(area: Path, doc: dict, sign_with: SecretKey | None) -> None:
+    doc.pop("signature", None)
+    if sign_with is not None:
+        doc["signature"] = sign_with.sign(doc)
+    (area / "ac" / f"{doc['id']}.json").write_text(json.dumps(doc))
+
+
+def _team_key(team: Team) -> SecretKey:
+    return SecretKey.parse((team.keys / "team-1.secret").read_text())
+
+
+def tamper_blob(team: Team, area: Path) -> None:
+    doc = _record(area, team.built_id)
+    f = max((f for f in doc["manifest"]["files"] if f["kind"] == "file"), key=lambda f: f["size"])
+    data = bytearray((team.store_a / "store" / doc["name"] / f["path"]).read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (area / "cas" / f["sha256"]).write_bytes(zstandard.ZstdCompressor().compress(bytes(data)))
+
+
+def tamper_record(team: Team, area: Path) -> None:
+    doc = _record(area, team.built_id)
+    doc["manifest"]["files"][0]["mode"] = 0o4755
+    (area / "ac" / f"{team.built_id}.json").write_text(json.dumps(doc))
+
+
+def untrusted_key(team: Team, area: Path) -> None:
+    _save(area, _record(area, team.built_id), SecretKey.generate("mallory"))
+
+
+def unsigned(team: Team, area: Path) -> None:
+    _save(area, _record(area, team.built_id), None)
+
+
+def _with_entry(team: Team, area: Path, entry: dict) -> None:
+    doc = _record(area, team.built_id)
+    doc["manifest"]["files"].append(entry)
+    doc["summary"]["files"] += 1
+    _save(area, doc, _team_key(team))  # even a validly signed record may not escape
+
+
+def path_escape(team: Team, area: Path) -> None:
+    blob = next(f for f in _record(area, team.built_id)["manifest"]["files"] if f["kind"] == "file")
+    _with_entry(team, area, {**blob, "path": "prefix/../../../escaped"})
+
+
+def absolute_path(team: Team, area: Path) -> None:
+    blob = next(f for f in _record(area, team.built_id)["manifest"]["files"] if f["kind"] == "file")
+    _with_entry(team, area, {**blob, "path": str(team.root / "escaped")})
+
+
+def symlink_escape(team: Team, area: Path) -> None:
+    _with_entry(team, area, {"path": "prefix/lib/libevil.so", "kind": "symlink", "size": 0,
+                             "mode": 0o777, "sha256": None, "target": "../../../../../etc/passwd"})
+
+
+CASES: dict[str, tuple[Callable[[Team, Path], None], str]] = {
+    "tampered-blob": (tamper_blob, "content hash mismatch"),
+    "tampered-record": (tamper_record, "bad signature"),
+    "untrusted-key": (untrusted_key, "untrusted key 'mallory'"),
+    "unsigned": (unsigned, "record is unsigned"),
+    "path-escape": (path_escape, "path contains '..'"),
+    "absolute-path": (absolute_path, "absolute path"),
+    "symlink-escape": (symlink_escape, "escapes the artifact"),
+}
+
+
+def _assert_refused(team: Team, config: Path, store: Path, fragment: str) -> None:
+    profile = team.workspace / ".orch" / "profile"
+    before = os.readlink(profile) if profile.is_symlink() else None
+    p = team.doit("pull", f"store={store}", env=team.env(ORCH_CACHE_CONFIG=str(config)),
+                  check=False)
+    assert p.returncode == 2, p.stdout + p.stderr
+    errors = [ln for ln in p.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and fragment in errors[0], p.stderr
+    assert "Traceback" not in p.stderr
+    assert artifacts(store) == [] and leftovers(store) == []
+    assert (os.readlink(profile) if profile.is_symlink() else None) == before
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_cache_content_is_refused(team: Team, case: str) -> None:
+    if not (team.area / "ac").is_dir():
+        test_push_then_teammate_pulls_and_switches(team)
+    craft, fragment = CASES[case]
+    area = team.nginx.root / "cache" / f"bad-{case}"
+    shutil.copytree(team.area, area)
+    craft(team, area)
+    config = team.write_config(team.root / f"{case}.toml", [team.nginx.url("cache") + area.name + "/"])
+    _assert_refused(team, config, team.root / f"store-{case}", fragment)
+
+
+class _Truncating(http.server.BaseHTTPRequestHandler):
+    """Serves a cache directory but sends only half of every blob, then hangs up."""
+    root: Path
+
+    def do_GET(self) -> None:  # noqa: N802
+        path = self.root / self.path.lstrip("/")
+        if not path.is_file():
+            self.send_error(404)
+            return
+        data = path.read_bytes()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data[: len(data) // 2] if "/cas/" in self.path else data)
+        self.close_connection = True
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def truncating_server(team: Team) -> Iterator[str]:
+    handler = type("H", (_Truncating,), {"root": team.area})
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}/"
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_truncated_transfer_is_refused(team: Team, truncating_server: str) -> None:
+    if not (team.area / "ac").is_dir():
+        test_push_then_teammate_pulls_and_switches(team)
+    config = team.write_config(team.root / "trunc.toml", [truncating_server])
+    _assert_refused(team, config, team.root / "store-trunc", "cut short")
+
+
+def test_server_down_is_refused(team: Team) -> None:
+    config = team.write_config(team.root / "down.toml", [f"http://127.0.0.1:{free_port()}/c/"])
+    _assert_refused(team, config, team.root / "store-down", "is down or unreachable")
+
+
+# ---- concurrency and delta -----------------------------------------------------------------
+
+def _spawn(team: Team, *args: str, env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), *args,
+                             f"source={team.src}"], cwd=REPO, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def test_two_pushers_and_two_pullers(team: Team) -> None:
+    config = team.write_config(team.root / "conc.toml", [team.nginx.url("cache") + "conc/"])
+    env = {**team.pusher_env(), "ORCH_CACHE_CONFIG": str(config)}
+    pushers = [_spawn(team, "push", f"store={team.store_a}", env=env) for _ in range(2)]
+    for p in pushers:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    record = team.nginx.root / "cache" / "conc" / "ac" / f"{team.built_id}.json"
+    assert json.loads(record.read_text())["signature"]["key"] == "team-1"
+
+    mark = team.nginx.mark()
+    store = team.root / "store-conc"
+    pullers = [_spawn(team, "pull", f"store={store}", env=team.env(ORCH_CACHE_CONFIG=str(config)))
+               for _ in range(2)]
+    for p in pullers:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    assert artifacts(store) == artifacts(team.store_a) and leftovers(store) == []
+    doc = json.loads(record.read_text())
+    blobs = {f["sha256"] for f in doc["manifest"]["files"] if f["kind"] == "file"}
+    gets = [e.uri for e in team.nginx.access_log()[mark:] if e.method == "GET" and "/cas/" in e.uri]
+    assert sorted(gets) == sorted(f"/cache/conc/cas/{b}" for b in blobs)  # each blob once
+
+
+def test_delta_pull_downloads_only_changed_files(team: Team) -> None:
+    if not artifacts(team.store_b):
+        test_push_then_teammate_pulls_and_switches(team)
+    core = team.src / "core" / "core.cpp"
+    core.write_text(core.read_text().replace('os << "Tensor([";', 'os << "tensor([";'))
+    out = team.doit("build", f"store={team.store_a}", "substitute=0", "format=json")
+    new_id = json.loads(out.stdout)["id"]
+    assert new_id != team.built_id
+    team.doit("push", f"store={team.store_a}", env=team.pusher_env())
+
+    old = {(f["sha256"]) for f in _record(team.area, team.built_id)["manifest"]["files"]
+           if f["kind"] == "file"}
+    new = _record(team.area, new_id)
+    changed = {f["sha256"] for f in new["manifest"]["files"] if f["kind"] == "file"} - old
+    assert changed and any(f["path"].endswith("libdemo_core.so") and f["sha256"] in changed
+                           for f in new["manifest"]["files"])
+
+    mark = team.nginx.mark()
+    # A dead first substituter only costs a warning; the second one delivers.
+    config = team.write_config(team.root / "delta.toml", [f"http://127.0.0.1:{free_port()}/x/",
+                                                          team.nginx.url("cache") + AREA + "/"])
+    p = team.doit("pull", f"store={team.store_b}", "format=json",
+                  env=team.env(ORCH_CACHE_CONFIG=str(config)))
+    assert "is down or unreachable" in p.stderr
+    stats = json.loads(p.stdout)["stats"]
+    gets = [e for e in team.nginx.access_log()[mark:] if e.method == "GET" and "/cas/" in e.uri]
+    assert sorted(e.uri.rsplit("/", 1)[1] for e in gets) == sorted(changed)
+    wire = sum(e.body_bytes_sent for e in gets)
+    assert wire == stats["bytes_downloaded"]
+    total = new["summary"]["bytes"]
+    assert stats["files_linked"] > 0 and wire < total / 2
+    print(f"\ndelta pull: {wire} bytes on the wire for a {total}-byte artifact "
+          f"({len(changed)} of {new['summary']['blobs']} blobs)")
