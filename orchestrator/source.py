@@ -53,6 +53,8 @@ PREPARERS: dict[str, Callable[[Settings, Recipe, Any, Store], PreparedSource]] =
 
 def prepare_source(settings: Settings, recipe: Recipe, store: Store) -> PreparedSource:
     kind = recipe.source.kind
+    if kind == "archive":
+        import orchestrator.source_archive  # noqa: F401  (registers its preparer)
     if kind not in PREPARERS:
         raise UserError(f"recipes/{recipe.name}.toml: source.kind {kind!r} is not supported")
     return PREPARERS[kind](settings, recipe, recipe.source, store)

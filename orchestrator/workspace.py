@@ -17,6 +17,7 @@ from filelock import FileLock
 
 from orchestrator.errors import UserError
 from orchestrator.store import Store, write_atomic
+from orchestrator.workspace_links import apply_links, prune_links
 
 GEN_RE = re.compile(r"^profile-(\d+)-link$")
 
@@ -76,13 +77,16 @@ class Workspace:
                     atomic_symlink(toolchain_root, self.toolchain_link)
             self.write_env(outputs)
             self.link_compile_commands()
+            links = apply_links(self.root, self.orch, artifact)  # through .orch/profile
             cur = self.current_generation()
             gens = self.generations()
             if cur is not None and gens.get(cur) == artifact:
+                prune_links(self.root, self.orch, links)
                 return cur, False
             n = max(gens, default=0) + 1
             atomic_symlink(artifact, self._gen_link(n))
             atomic_symlink(self._gen_link(n).name, self.profile)
+            prune_links(self.root, self.orch, links)
             return n, True
 
     def rollback(self) -> int:
@@ -94,7 +98,9 @@ class Workspace:
             if not earlier:
                 raise UserError(f"{self.root}: generation {cur} is the oldest; nothing to roll back to")
             prev = max(earlier)
+            links = apply_links(self.root, self.orch, Path(os.readlink(self._gen_link(prev))))
             atomic_symlink(self._gen_link(prev).name, self.profile)
+            prune_links(self.root, self.orch, links)
             return prev
 
     def register(self, store: Store) -> None:

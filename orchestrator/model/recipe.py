@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from orchestrator.errors import UserError
 from orchestrator.model.verify_rules import VerifyRules
+from orchestrator.model.pytorch_options import PyTorchOptions
+from orchestrator.model.source_archive import ArchiveSource
 
 DefineValue = Union[bool, int, str]
 STANDARD_VARIANTS = ("relwithdebinfo", "release", "debug")
@@ -30,7 +32,7 @@ class PathSource(_Strict):
     path: str
 
 
-SourceSpec = Annotated[Union[PathSource], Field(discriminator="kind")]
+SourceSpec = Annotated[Union[PathSource, ArchiveSource], Field(discriminator="kind")]
 
 
 class BuildSpec(_Strict):
@@ -41,6 +43,8 @@ class BuildSpec(_Strict):
     targets: list[str] = []
     # Lock entries the build depends on; None means the build system's default set.
     uses: list[str] | None = None
+    # Options of the pytorch build system (see model/pytorch_options.py).
+    pytorch: PyTorchOptions | None = None
 
 
 class VariantSpec(_Strict):

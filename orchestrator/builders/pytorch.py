@@ -1,0 +1,362 @@
+"""PyTorch: drive its CMake build the way its setup.py would, one build tree per variant.
+
+PyTorch's own driver (setup.py, or scikit-build-core in newer revisions) hard-codes
+`build/`, skips configure once build/CMakeCache.txt exists and installs into <src>/torch,
+so two variants of one checkout would share a CMakeCache. We run CMake ourselves instead,
+with the defines that driver derives from the environment (CMAKE_BUILD_TYPE wins over
+DEBUG / REL_WITH_DEB_INFO; BUILD_*, USE_*, CMAKE_* become -D), into the per-variant build
+tree the store gives us, and install into the artifact. torch._C is compiled from
+torch/csrc/stub.c against libtorch_python as setup.py does.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from orchestrator.builders import BuildContext
+from orchestrator.builders.cmake import collect_meta, configure_args, define_value
+from orchestrator.builders.process import NINJA_STATUS, run_logged
+from orchestrator.errors import UserError
+from orchestrator.hashing import digest_of, pretty_json
+from orchestrator.model.pytorch_options import PyTorchOptions
+
+CONFIGURE_STAMP = ".orch-pytorch-configure.json"
+FILE_API_QUERY = Path(".cmake/api/v1/query/codemodel-v2")
+TRUE_FLAGS = ("ON", "1", "YES", "TRUE", "Y")
+FALSE_FLAGS = ("OFF", "0", "NO", "FALSE", "N")
+
+# tools/setup_helpers/cmake.py: env vars passed to CMake that do not start with BUILD_/USE_/CMAKE_.
+RENAMED_ENV = {"_GLIBCXX_USE_CXX11_ABI": "GLIBCXX_USE_CXX11_ABI", "CUDNN_LIB_DIR": "CUDNN_LIBRARY",
+               "USE_CUDA_STATIC_LINK": "CAFFE2_STATIC_LINK_CUDA"}
+PASSED_ENV = (
+    "BLAS", "WITH_BLAS", "BUILDING_WITH_TORCH_LIBS", "CUDA_HOST_COMILER", "CUDA_NVCC_EXECUTABLE",
+    "CUDA_SEPARABLE_COMPILATION", "CUDNN_LIBRARY", "CUDNN_INCLUDE_DIR", "CUDNN_ROOT",
+    "EXPERIMENTAL_SINGLE_THREAD_POOL", "INSTALL_TEST", "JAVA_HOME", "INTEL_MKL_DIR",
+    "INTEL_OMP_DIR", "MKL_THREADING", "MKLDNN_CPU_RUNTIME", "MSVC_Z7_OVERRIDE",
+    "CAFFE2_USE_MSVC_STATIC_RUNTIME", "Numa_INCLUDE_DIR", "Numa_LIBRARIES", "ONNX_ML",
+    "ONNX_NAMESPACE", "ATEN_THREADING", "WERROR", "OPENSSL_ROOT_DIR", "STATIC_DISPATCH_BACKEND",
+    "SELECTED_OP_LIST", "TRACING_BASED")
+# Set by the driver itself; setup.py refuses them from the environment.
+DRIVER_OWNED = ("CMAKE_INSTALL_PREFIX",)
+# Generated sources a debugger needs to step through (relative to build dir / source dir).
+GENERATED_IN_BUILD = ("aten/src/ATen/Register*.cpp", "aten/src/ATen/Operators*.cpp",
+                      "aten/src/ATen/core/*.h", "aten/src/ATen/*.h", "c10/macros/cmake_macros.h")
+GENERATED_IN_SOURCE = ("torch/csrc/autograd/generated/*", "torch/csrc/lazy/generated/*")
+
+
+# -- facts of PyTorch's drivers ---------------------------------------------------------
+def detect_driver(src: Path) -> str:
+    """'setuptools' (setup.py → cmake) or 'scikit-build-core' (pyproject build backend)."""
+    pyproject = src / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text())
+        except tomllib.TOMLDecodeError as e:
+            raise UserError(f"{pyproject}: malformed TOML ({e}); fix the checkout") from None
+        backend = str(data.get("build-system", {}).get("build-backend", ""))
+        if backend.startswith("scikit_build_core"):
+            return "scikit-build-core"
+    if (src / "setup.py").is_file():
+        return "setuptools"
+    raise UserError(f"{src}: neither setup.py nor a scikit-build-core pyproject.toml; "
+                    "is this a PyTorch checkout?")
+
+
+def skbuild_defines(src: Path) -> dict[str, str]:
+    """[tool.scikit-build] cmake.define of a scikit-build-core pyproject."""
+    data = tomllib.loads((src / "pyproject.toml").read_text())
+    sk = data.get("tool", {}).get("scikit-build", {})
+    defines = sk.get("cmake", {}).get("define", {}) or sk.get("cmake.define", {})
+    return {k: define_value(v) if isinstance(v, (bool, int, str)) else str(v)
+            for k, v in defines.items()}
+
+
+def env_flag(env: dict[str, str], name: str) -> bool:
+    return env.get(name, "").upper() in TRUE_FLAGS
+
+
+def build_type_from_env(env: dict[str, str]) -> str:
+    """tools/setup_helpers/env.py: CMAKE_BUILD_TYPE wins, then DEBUG, then REL_WITH_DEB_INFO."""
+    if "CMAKE_BUILD_TYPE" in env:
+        return env["CMAKE_BUILD_TYPE"]
+    if env_flag(env, "DEBUG"):
+        return "Debug"
+    if env_flag(env, "REL_WITH_DEB_INFO"):
+        return "RelWithDebInfo"
+    return "Release"
+
+
+def defines_from_env(env: dict[str, str]) -> dict[str, str]:
+    """tools/setup_helpers/cmake.py: which environment variables become -D defines."""
+    out: dict[str, str] = {}
+    for var, val in env.items():
+        if var in RENAMED_ENV:
+            out[RENAMED_ENV[var]] = val
+        elif var in PASSED_ENV or var.startswith(("BUILD_", "USE_", "CMAKE_")) \
+                or var.endswith(("EXITCODE", "EXITCODE__TRYRUN_OUTPUT")):
+            out[var] = val
+    owned = sorted(set(out) & set(DRIVER_OWNED))
+    if owned:
+        raise UserError(f"{owned[0]} is set by the PyTorch driver; remove it from the recipe's env")
+    return out
+
+
+# -- the build's environment and defines ------------------------------------------------
+def options_of(ctx: BuildContext) -> PyTorchOptions:
+    opts = getattr(ctx.plan.recipe.build, "pytorch", None)
+    return opts if isinstance(opts, PyTorchOptions) else PyTorchOptions()
+
+
+def build_env(ctx: BuildContext, opts: PyTorchOptions) -> dict[str, str]:
+    """Toolchain environment + the recipe's options + its free-form env, nothing else."""
+    env = dict(ctx.env)
+    env.update({
+        "USE_CUDA": "1" if opts.cuda else "0",
+        "USE_DISTRIBUTED": "1" if opts.distributed else "0",
+        "BUILD_TEST": "1" if opts.build_test else "0",
+        "MAX_JOBS": str(ctx.jobs),
+    })
+    if opts.system_libs:
+        env["USE_SYSTEM_LIBS"] = "ON"
+    if opts.cuda_arch_list:
+        env["TORCH_CUDA_ARCH_LIST"] = opts.cuda_arch_list
+    for name in opts.disable:
+        env[f"USE_{name}"] = "0"
+    env.update(ctx.plan.variant.env)  # the recipe's own env wins over the options
+    if "CMAKE_BUILD_TYPE" not in ctx.plan.variant.env:
+        env["CMAKE_BUILD_TYPE"] = ctx.plan.variant.build_type
+    if env_flag(env, "USE_CUDA") and not env.get("TORCH_CUDA_ARCH_LIST"):
+        raise UserError(f"recipes/{ctx.plan.recipe.name}.toml: CUDA is on but TORCH_CUDA_ARCH_LIST "
+                        "is not set; add cuda_arch_list = \"8.0;9.0\" to [build.pytorch]")
+    return env
+
+
+def torch_version(ctx: BuildContext, opts: PyTorchOptions) -> str:
+    if opts.version:
+        return opts.version
+    vfile = ctx.source_dir / "version.txt"
+    version = vfile.read_text().strip() if vfile.is_file() else "0.0.0"
+    rev = ctx.plan.source.extra.get("git_rev")
+    return f"{version}+git{rev[:7]}" if rev else version
+
+
+def python_facts(python: Path) -> dict[str, str]:
+    code = ("import json,sysconfig;print(json.dumps({'include':sysconfig.get_path('include'),"
+            "'purelib':sysconfig.get_path('purelib'),'ext_suffix':sysconfig.get_config_var('EXT_SUFFIX')}))")
+    out = json.loads(subprocess.run([str(python), "-c", code], capture_output=True, text=True,
+                                    check=True).stdout)
+    res = subprocess.run([str(python), "-c", "import numpy;print(numpy.get_include())"],
+                         capture_output=True, text=True)
+    out["numpy_include"] = res.stdout.strip() if res.returncode == 0 else ""
+    return out
+
+
+def pytorch_defines(ctx: BuildContext, opts: PyTorchOptions, env: dict[str, str],
+                    driver: str, py: dict[str, str]) -> dict[str, str]:
+    """The -D list PyTorch's driver would pass, then the recipe's explicit defines."""
+    defines: dict[str, str] = {}
+    if driver == "scikit-build-core":
+        defines.update(skbuild_defines(ctx.source_dir))
+    defines.update(defines_from_env(env))
+    defines.update({
+        "CMAKE_BUILD_TYPE": build_type_from_env(env),
+        "BUILD_PYTHON": "True",
+        "BUILD_TEST": "True" if env_flag(env, "BUILD_TEST") else "False",
+        "USE_NUMPY": "True" if py["numpy_include"] and not env.get("USE_NUMPY", "1").upper()
+        in FALSE_FLAGS else "False",
+        "PYTHON_EXECUTABLE": str(ctx.toolchain.python),
+        "PYTHON_INCLUDE_DIR": py["include"],
+        "TORCH_BUILD_VERSION": torch_version(ctx, opts),
+        "CMAKE_PREFIX_PATH": ";".join(p for p in (py["purelib"], env.get("CMAKE_PREFIX_PATH")) if p),
+    })
+    if py["numpy_include"]:
+        defines["NUMPY_INCLUDE_DIR"] = py["numpy_include"]
+    flags = " ".join(ctx.prefix_map_flags() + ctx.plan.variant.cflags)
+    defines["CMAKE_C_FLAGS"] = " ".join(x for x in (flags, env.get("CFLAGS", "")) if x)
+    defines["CMAKE_CXX_FLAGS"] = " ".join(
+        x for x in (flags, env.get("CXXFLAGS", env.get("CFLAGS", ""))) if x)
+    defines.update({k: define_value(v) for k, v in ctx.plan.variant.defines.items()})
+    return defines
+
+
+# -- steps ------------------------------------------------------------------------------
+def configure(ctx: BuildContext, env: dict[str, str], defines: dict[str, str]) -> bool:
+    """cmake into this variant's own tree; re-run only when the arguments changed."""
+    args = configure_args(ctx) + [f"-D{k}={v}" for k, v in sorted(defines.items())]
+    stamp = ctx.build_dir / CONFIGURE_STAMP
+    wanted = digest_of({"args": args, "source": str(ctx.source_dir)})
+    if (ctx.build_dir / "build.ninja").is_file() and (ctx.build_dir / "CMakeCache.txt").is_file() \
+            and stamp.is_file() and json.loads(stamp.read_text()).get("digest") == wanted:
+        return False
+    query = ctx.build_dir / FILE_API_QUERY
+    query.parent.mkdir(parents=True, exist_ok=True)
+    query.touch()
+    run_logged([ctx.toolchain.cmake, "-S", ctx.source_dir, "-B", ctx.build_dir, *args],
+               env=env, log=ctx.log, title="configure")
+    stamp.write_text(json.dumps({"digest": wanted}))
+    return True
+
+
+def compile_(ctx: BuildContext, env: dict[str, str]) -> None:
+    run_logged([ctx.toolchain.ninja, "-C", ctx.build_dir, "-j", str(ctx.jobs),
+                *ctx.plan.variant.targets], env={**env, "NINJA_STATUS": NINJA_STATUS},
+               log=ctx.log, title="build")
+
+
+def target_dirs(build_dir: Path, targets: list[str]) -> list[str]:
+    """Build-tree directories (relative) defining the named targets, from CMake's file API."""
+    reply = build_dir / ".cmake" / "api" / "v1" / "reply"
+    index = sorted(reply.glob("index-*.json"))
+    if not index:
+        raise UserError(f"{build_dir}: CMake file-API reply missing; delete the build tree and rebuild")
+    idx = json.loads(index[-1].read_text())
+    cm = next(o for o in idx["objects"] if o["kind"] == "codemodel")
+    model = json.loads((reply / cm["jsonFile"]).read_text())
+    by_name = {t["name"]: t for t in model["configurations"][0]["targets"]}
+    dirs: list[str] = []
+    for name in targets:
+        if name not in by_name:
+            raise UserError(f"targets={name}: no such CMake target in this PyTorch source")
+        data = json.loads((reply / by_name[name]["jsonFile"]).read_text())
+        d = data["paths"]["build"]
+        if d not in dirs:
+            dirs.append(d)
+    return dirs
+
+
+def install_targets(ctx: BuildContext, env: dict[str, str]) -> None:
+    """Partial build: run the install rules of the targets' directories (RPATH fixed up)."""
+    for d in target_dirs(ctx.build_dir, ctx.plan.variant.targets):
+        script = ctx.build_dir / d / "cmake_install.cmake"
+        run_logged([ctx.toolchain.cmake, f"-DCMAKE_INSTALL_PREFIX={ctx.prefix}", "-P", script],
+                   env=env, log=ctx.log, title=f"install {d}")
+
+
+def install_full(ctx: BuildContext, env: dict[str, str]) -> None:
+    run_logged([ctx.toolchain.cmake, "--install", ctx.build_dir, "--prefix", ctx.prefix],
+               env=env, log=ctx.log, title="install")
+
+
+def build_extensions(ctx: BuildContext, env: dict[str, str], py: dict[str, str],
+                     build_type: str) -> list[str]:
+    """torch._C / torch._C_flatbuffer: stub*.c linked to libtorch_python (as setup.py does)."""
+    out_dir = ctx.prefix / "python" / "torch"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    debug = ["-g"] if build_type in ("RelWithDebInfo", "Debug") else []
+    debug += ["-O0"] if build_type == "Debug" else []
+    built = []
+    for mod, stub in (("_C", "stub.c"), ("_C_flatbuffer", "stub_with_flatbuffer.c")):
+        src = ctx.source_dir / "torch" / "csrc" / stub
+        if not src.is_file():
+            continue
+        so = out_dir / f"{mod}{py['ext_suffix']}"
+        run_logged([ctx.toolchain.cc, "-shared", "-fPIC", "-fno-strict-aliasing", "-Wall",
+                    *ctx.prefix_map_flags(), *debug, f"-I{py['include']}", str(src),
+                    f"-L{ctx.prefix / 'lib'}", "-ltorch_python",
+                    "-Wl,-rpath,$ORIGIN/lib", "-Wl,-rpath,$ORIGIN/../../lib", "-o", str(so)],
+                   env=env, log=ctx.log, title=f"torch.{mod}")
+        built.append(f"python/torch/{so.name}")
+    return built
+
+
+def collect_generated(ctx: BuildContext) -> list[str]:
+    """Generated sources a debugger steps through, kept under meta/generated/{build,source}/."""
+    kept = []
+    for root, patterns, tag in ((ctx.build_dir, GENERATED_IN_BUILD, "build"),
+                                (ctx.source_dir, GENERATED_IN_SOURCE, "source")):
+        for pat in patterns:
+            for f in sorted(root.glob(pat)):
+                if not f.is_file():
+                    continue
+                rel = f.relative_to(root)
+                dest = ctx.meta / "generated" / tag / rel
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(f, dest)
+                kept.append(f"{tag}/{rel.as_posix()}")
+    return kept
+
+
+def cache_value(cache: Path, key: str) -> str | None:
+    if not cache.is_file():
+        return None
+    for line in cache.read_text(errors="replace").splitlines():
+        name, _, rest = line.partition(":")
+        if name == key and "=" in rest:
+            return rest.split("=", 1)[1]
+    return None
+
+
+def link_compile_commands_into_meta(ctx: BuildContext) -> None:
+    """setup.py merges build/*compile_commands.json into one file; we keep the merged one."""
+    files = sorted(ctx.build_dir.glob("*compile_commands.json"))
+    entries: list[Any] = []
+    for f in files:
+        entries += json.loads(f.read_text())
+    if entries:
+        (ctx.meta / "compile_commands.json").write_text(json.dumps(entries, indent=1))
+
+
+def checkout_links(ctx: BuildContext) -> dict[str, str]:
+    """Where a PyTorch checkout expects the build's outputs (as `setup.py develop` leaves them)."""
+    links: dict[str, str] = {}
+    lib = ctx.prefix / "lib"
+    if lib.is_dir():
+        for f in sorted(lib.iterdir()):
+            if f.is_file() or f.is_symlink():
+                links[f"torch/lib/{f.name}"] = f"prefix/lib/{f.name}"
+    for d in ("include", "share"):
+        if (ctx.prefix / d).is_dir():
+            links[f"torch/{d}"] = f"prefix/{d}"
+    ext_dir = ctx.prefix / "python" / "torch"
+    if ext_dir.is_dir():
+        for f in sorted(ext_dir.glob("_C*.so")):
+            links[f"torch/{f.name}"] = f"prefix/python/torch/{f.name}"
+    return links
+
+
+class PyTorchBuilder:
+    def build(self, ctx: BuildContext) -> None:
+        opts = options_of(ctx)
+        driver = detect_driver(ctx.source_dir)
+        env = build_env(ctx, opts)
+        py = python_facts(ctx.toolchain.python)
+        defines = pytorch_defines(ctx, opts, env, driver, py)
+        ctx.build_dir.mkdir(parents=True, exist_ok=True)
+        configured = configure(ctx, env, defines)
+        compile_(ctx, env)
+        ctx.prefix.mkdir(parents=True, exist_ok=True)
+        targets = ctx.plan.variant.targets
+        extensions: list[str] = []
+        if targets:
+            install_targets(ctx, env)
+        else:
+            install_full(ctx, env)
+            if opts.python_extension:
+                extensions = build_extensions(ctx, env, py, defines["CMAKE_BUILD_TYPE"])
+        collect_meta(ctx)
+        link_compile_commands_into_meta(ctx)
+        generated = collect_generated(ctx)
+        cache = ctx.build_dir / "CMakeCache.txt"
+        info = {
+            "driver": driver,
+            "configured_now": configured,
+            "build_type": cache_value(cache, "CMAKE_BUILD_TYPE"),
+            "glibcxx_use_cxx11_abi": cache_value(cache, "GLIBCXX_USE_CXX11_ABI"),
+            "torch_version": defines["TORCH_BUILD_VERSION"],
+            "targets": targets,
+            "defines": defines,
+            "env": {k: v for k, v in sorted(env.items()) if k not in ("PATH", "HOME", "TERM")},
+            "prefix_map": ctx.prefix_map(),
+            "extensions": extensions,
+            "generated": generated,
+        }
+        (ctx.meta / "pytorch.json").write_text(pretty_json(info))
+        (ctx.meta / "workspace-links.json").write_text(pretty_json({"links": checkout_links(ctx)}))
+
+
+__all__ = ["PyTorchBuilder", "detect_driver", "build_type_from_env", "defines_from_env",
+           "build_env", "pytorch_defines", "target_dirs"]
