@@ -30,14 +30,16 @@ from orchestrator.store import Store, remove_tree
 from orchestrator.workspace_links import is_workspace_link
 
 ARCHIVES_ENV = "ORCH_ARCHIVES"
+USER_ARCHIVES = Path("~/.cache/orchestrator/archives")
 TREE_STAMP = ".orch-source.json"
 
 
 # -- archives ---------------------------------------------------------------------------
 def archive_dirs(store: Store) -> list[Path]:
-    """Where archives are looked up by file name: $ORCH_ARCHIVES (':'-separated), then the store."""
+    """Where archives are looked up by file name: $ORCH_ARCHIVES (':'-separated), the user's
+    cache (~/.cache/orchestrator/archives, where .ci/pytorch-prereqs.sh puts them), the store."""
     dirs = [Path(d).expanduser() for d in os.environ.get(ARCHIVES_ENV, "").split(os.pathsep) if d]
-    return [*dirs, store.root / "archives"]
+    return [*dirs, USER_ARCHIVES.expanduser(), store.root / "archives"]
 
 
 def _check_sha(path: Path, archive: Archive, cache: StatCache | None) -> None:
@@ -144,7 +146,7 @@ def _untar(archive: Path, dest: Path, strip: int) -> None:
 
 
 def apply_patch(tree: Path, patch: Path) -> None:
-    res = subprocess.run(["patch", "-p1", "--batch", "--forward", "--no-backup-if-mismatch",
+    res = subprocess.run(["patch", "-p1", "--batch", "--forward", "--fuzz=0", "--no-backup-if-mismatch",
                           "-d", str(tree), "-i", str(patch)], capture_output=True, text=True)
     if res.returncode != 0:
         detail = (res.stdout + res.stderr).strip().splitlines()[-1:] or ["no output"]

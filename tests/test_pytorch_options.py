@@ -1,0 +1,113 @@
+"""The PyTorch recipe's rules that need no build: setup.py's env facts, driver detection,
+option validation, and that every locked system package is checked at build time."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from orchestrator.builders.pytorch import build_type_from_env, defines_from_env, detect_driver
+from orchestrator.errors import UserError
+from orchestrator.lock.files import load_lock
+from orchestrator.model.lock import Lock, SystemPackageEntry
+from orchestrator.model.recipe import load_recipe
+from orchestrator.toolchain import check_machine
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("env,expected", [
+    ({}, "Release"),
+    ({"DEBUG": "1"}, "Debug"),
+    ({"REL_WITH_DEB_INFO": "ON"}, "RelWithDebInfo"),
+    ({"DEBUG": "1", "REL_WITH_DEB_INFO": "1"}, "Debug"),
+    ({"DEBUG": "1", "CMAKE_BUILD_TYPE": "Release"}, "Release"),  # CMAKE_BUILD_TYPE wins
+    ({"DEBUG": "0", "REL_WITH_DEB_INFO": "yes"}, "RelWithDebInfo"),
+])
+def test_build_type_follows_setup_py(env, expected):
+    assert build_type_from_env(env) == expected
+
+
+def test_env_to_defines_follows_setup_py():
+    env = {"USE_CUDA": "0", "BUILD_TEST": "0", "CMAKE_PREFIX_PATH": "/x", "TORCH_CUDA_ARCH_LIST": "8.0",
+           "MAX_JOBS": "2", "_GLIBCXX_USE_CXX11_ABI": "1", "BLAS": "OpenBLAS", "PATH": "/usr/bin",
+           "CFLAGS": "-O1", "ONNX_NAMESPACE": "onnx_torch", "PYTORCH_BUILD_VERSION": "9"}
+    assert defines_from_env(env) == {
+        "USE_CUDA": "0", "BUILD_TEST": "0", "CMAKE_PREFIX_PATH": "/x",
+        "GLIBCXX_USE_CXX11_ABI": "1", "BLAS": "OpenBLAS", "ONNX_NAMESPACE": "onnx_torch"}
+
+
+def test_install_prefix_belongs_to_the_driver():
+    with pytest.raises(UserError, match="CMAKE_INSTALL_PREFIX is set by the PyTorch driver"):
+        defines_from_env({"CMAKE_INSTALL_PREFIX": "/opt"})
+
+
+def test_driver_detection(tmp_path):
+    legacy = tmp_path / "legacy"
+    legacy.mkdir()
+    (legacy / "setup.py").write_text("")
+    (legacy / "pyproject.toml").write_text(
+        '[build-system]\nbuild-backend = "setuptools.build_meta:__legacy__"\n')
+    assert detect_driver(legacy) == "setuptools"
+    modern = tmp_path / "modern"
+    modern.mkdir()
+    (modern / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["scikit-build-core"]\nbuild-backend = "scikit_build_core.build"\n'
+        '[tool.scikit-build.cmake.define]\nBUILD_PYTHON = true\n')
+    assert detect_driver(modern) == "scikit-build-core"
+    with pytest.raises(UserError, match="neither setup.py nor a scikit-build-core"):
+        detect_driver(tmp_path)
+
+
+def write_recipe(tmp_path: Path, build_pytorch: str) -> Path:
+    recipes = tmp_path / "recipes"
+    recipes.mkdir(exist_ok=True)
+    text = (REPO / "recipes" / "pytorch.toml").read_text()
+    head, _, rest = text.partition("[build.pytorch]\n")
+    _, _, tail = rest.partition("\n\n")
+    (recipes / "pytorch.toml").write_text(f"{head}[build.pytorch]\n{build_pytorch}\n\n{tail}")
+    return recipes
+
+
+def test_cuda_without_arch_list_is_refused_with_a_clear_line(tmp_path):
+    recipes = write_recipe(tmp_path, "cuda = true")
+    with pytest.raises(UserError) as e:
+        load_recipe(recipes, "pytorch")
+    msg = str(e.value)
+    assert "recipes/pytorch.toml" in msg and "cuda_arch_list" in msg and "\n" not in msg
+
+
+def test_cuda_arch_list_is_validated_and_normalised(tmp_path):
+    recipe = load_recipe(write_recipe(tmp_path, 'cuda = true\ncuda_arch_list = "8.0 9.0+PTX"'), "pytorch")
+    assert recipe.build.pytorch.cuda_arch_list == "8.0;9.0+PTX"
+    with pytest.raises(UserError, match="compute capabilities"):
+        load_recipe(write_recipe(tmp_path, 'cuda = true\ncuda_arch_list = "sm_90"'), "pytorch")
+
+
+def test_the_recipe_checks_every_locked_system_package():
+    recipe = load_recipe(REPO / "recipes", "pytorch")
+    lock = load_lock(REPO / "locks", recipe.lock)
+    syspkgs = {k for k, e in lock.entries.items() if isinstance(e, SystemPackageEntry)}
+    assert syspkgs and syspkgs <= set(recipe.build.uses or [])
+    assert {"syspkg:libsleef-dev", "syspkg:libcpuinfo-dev", "syspkg:libonnx-dev"} <= syspkgs
+
+
+def test_system_package_drift_names_the_package():
+    lock = load_lock(REPO / "locks", "pytorch")
+    data = json.loads(lock.model_dump_json())
+    data["entries"]["syspkg:libsleef-dev"]["version"] = "0.0-drifted"
+    drifted = Lock.model_validate(data)
+    check_machine(lock, ["syspkg:libsleef-dev"])  # the real machine matches the lock
+    with pytest.raises(UserError, match=r"syspkg:libsleef-dev \(Debian package libsleef-dev\) "
+                                        r"version is .*the lock says 0.0-drifted"):
+        check_machine(drifted, ["syspkg:libsleef-dev"])
+
+
+def test_patches_of_the_recipe_exist_and_are_ordered():
+    recipe = load_recipe(REPO / "recipes", "pytorch")
+    assert recipe.source.patches == ["pytorch/patches/0001-drop-foxi.patch"]
+    assert all((REPO / "recipes" / p).is_file() for p in recipe.source.patches)
+    assert [o.path for o in recipe.source.overlays] == ["third_party/fmt"]
+    assert shutil.which("patch") and shutil.which("tar")
