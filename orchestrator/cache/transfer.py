@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import queue
 import sys
 import threading
 import time
@@ -26,6 +27,7 @@ from orchestrator.cache.backend import CHUNK, Backend, blob_key
 from orchestrator.cache.errors import CacheError
 
 ZSTD_LEVEL = 3
+WRITE_QUEUE = 8        # decompressed chunks (about 1-4 MiB each) in flight per blob
 
 
 @dataclass
@@ -91,35 +93,78 @@ def _run_parallel(jobs: int, work: list, fn) -> None:
             raise errors[0]
 
 
+class _Writer:
+    """Hashes and writes decompressed data on its own thread, so that decompressing (this
+    thread) and hashing + writing (that one) use two cores; bounded queue, bounded memory."""
+
+    def __init__(self, fd: int, meter: Meter) -> None:
+        self.fd = fd
+        self.meter = meter
+        self.hash = hashlib.sha256()
+        self.queue: queue.Queue[bytes | None] = queue.Queue(maxsize=WRITE_QUEUE)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while (data := self.queue.get()) is not None:
+            if self.error is not None:
+                continue
+            try:
+                self.hash.update(data)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(self.fd, view):]
+                self.meter.advance(len(data))
+            except BaseException as e:  # noqa: BLE001 - handed to the producer
+                self.error = e
+
+    def put(self, data: bytes) -> None:
+        if self.error is not None:
+            raise self.error
+        self.queue.put(data)
+
+    def finish(self) -> str:
+        self.queue.put(None)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.hash.hexdigest()
+
+
 def fetch_blob(backend: Backend, sha256: str, size: int, dest: Path, meter: Meter,
                stats: TransferStats, cancel: threading.Event) -> None:
     """Download one blob into a new file `dest`, refusing wrong content or a short stream."""
     key = blob_key(sha256)
-    h = hashlib.sha256()
     written = 0
     wire = 0
     dctx = zstandard.ZstdDecompressor().decompressobj()
     fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "wb", buffering=0) as out, backend.stream(key) as chunks:
-        try:
-            for chunk in chunks:
-                if cancel.is_set():
-                    raise CacheError("cancelled")
-                wire += len(chunk)
-                data = dctx.decompress(chunk)
-                written += len(data)
-                if written > size:
-                    raise CacheError(f"refused {backend.url}{key}: more data than the record's "
-                                     f"{size} bytes")
-                h.update(data)
-                out.write(data)
-                meter.advance(len(data))
-        except zstandard.ZstdError as e:
-            raise CacheError(f"refused {backend.url}{key}: not valid zstd data ({e})") from None
+    writer = _Writer(fd, meter)
+    try:
+        with backend.stream(key) as chunks:
+            try:
+                for chunk in chunks:
+                    if cancel.is_set():
+                        raise CacheError("cancelled")
+                    wire += len(chunk)
+                    data = dctx.decompress(chunk)
+                    written += len(data)
+                    if written > size:
+                        raise CacheError(f"refused {backend.url}{key}: more data than the "
+                                         f"record's {size} bytes")
+                    if data:
+                        writer.put(data)
+            except zstandard.ZstdError as e:
+                raise CacheError(f"refused {backend.url}{key}: not valid zstd data "
+                                 f"({e})") from None
+    finally:
+        digest = writer.finish() if writer.error is None else None
+        os.close(fd)
     if not dctx.eof or written != size:
         raise CacheError(f"refused {backend.url}{key}: transfer cut short ({written} of {size} "
                          "bytes)")
-    if h.hexdigest() != sha256:
+    if digest != sha256:
         raise CacheError(f"refused {backend.url}{key}: content hash mismatch (tampered or "
                          "corrupted blob)")
     stats.add(blobs_downloaded=1, bytes_downloaded=wire, bytes_written=written)
