@@ -236,10 +236,11 @@ def ensure_toolchain(store: Store, lock: Lock) -> Toolchain:
         tmp = store.toolchains_dir / f"{final.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}"
         tmp.mkdir()
         try:
-            with step(f"toolchain {final.name[:12]}: venv from {py.path} + locked wheels"):
-                _install_pypi(tmp, lock, py.path)
+            # Debian packages first: a hash mismatch there is found in seconds.
             with step("toolchain: locked Debian packages (dpkg-deb -x, no root)"):
                 _install_debs(tmp, lock)
+            with step(f"toolchain {final.name[:12]}: venv from {py.path} + locked wheels"):
+                _install_pypi(tmp, lock, py.path)
             _relocate_venv(tmp / "venv", tmp, final)
             facts = {"lock": lock.name, "lock_digest": lock.digest(), "entries": sorted(lock.entries)}
             if "pypi:torch" in lock.entries:  # its C++ ABI flag, which builds against it must match
