@@ -29,6 +29,8 @@ class DapClient:
             env=dict(env) if env is not None else None, cwd=cwd)
         self._seq = 0
         self._cond = threading.Condition()
+        self._write_lock = threading.Lock()
+        self.children: list[subprocess.Popen[bytes]] = []   # started for runInTerminal
         self.messages: list[Message] = []          # every message received, in order
         self._closed_reason: str | None = None
         self._stderr: list[bytes] = []
@@ -65,10 +67,23 @@ class DapClient:
                 with self._cond:
                     self.messages.append(msg)
                     self._cond.notify_all()
+                if msg.get("type") == "request" and msg.get("command") == "runInTerminal":
+                    self._run_in_terminal(msg)
         except (EOFError, ValueError, KeyError, OSError) as exc:
             with self._cond:
                 self._closed_reason = str(exc)
                 self._cond.notify_all()
+
+    def _run_in_terminal(self, msg: Message) -> None:
+        """Answer the adapter's runInTerminal reverse request as VS Code does: start the
+        command (no terminal here) and reply with its process id."""
+        args = msg.get("arguments", {})
+        env = {**os.environ, **{k: v for k, v in (args.get("env") or {}).items() if v is not None}}
+        proc = subprocess.Popen(args["args"], cwd=args.get("cwd") or None, env=env,
+                                stdin=subprocess.DEVNULL)
+        self.children.append(proc)
+        self._send({"seq": 0, "type": "response", "request_seq": msg["seq"], "success": True,
+                    "command": "runInTerminal", "body": {"processId": proc.pid}})
 
     def _drain_stderr(self) -> None:
         err = self._proc.stderr
@@ -87,18 +102,23 @@ class DapClient:
         msg: Message = {"seq": self._seq, "type": "request", "command": command}
         if arguments is not None:
             msg["arguments"] = dict(arguments)
+        self._send(msg)
+        return self._seq
+
+    def _send(self, msg: Message) -> None:
         body = json.dumps(msg).encode("utf-8")
-        if self._log:
-            self._log.write("-> " + json.dumps(msg) + "\n")
-            self._log.flush()
         stdin = self._proc.stdin
         assert stdin is not None
-        try:
-            stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-            stdin.flush()
-        except OSError as exc:
-            raise DapError(f"{command}: adapter is gone ({exc}); stderr: {self.stderr[-2000:]}") from exc
-        return self._seq
+        with self._write_lock:
+            if self._log:
+                self._log.write("-> " + json.dumps(msg) + "\n")
+                self._log.flush()
+            try:
+                stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+                stdin.flush()
+            except OSError as exc:
+                raise DapError(f"{msg.get('command')}: adapter is gone ({exc}); "
+                               f"stderr: {self.stderr[-2000:]}") from exc
 
     # -- waiting ---------------------------------------------------------------------------
     def wait_for(self, predicate: Callable[[Message], bool], timeout: float, what: str,
@@ -162,6 +182,10 @@ class DapClient:
             except (subprocess.TimeoutExpired, OSError):
                 self._proc.kill()
                 self._proc.wait(timeout)
+        for child in self.children:
+            if child.poll() is None:
+                child.kill()
+            child.wait(timeout)
         if self._log:
             self._log.close()
             self._log = None
@@ -193,26 +217,45 @@ class Stop:
 
 def stop_in_function(config: Mapping[str, Any], function: str, timeout: float = 90.0,
                      log: Path | None = None) -> Stop:
-    """Start config['debugAdapterExecutable'], launch exactly `config`, break on `function`
-    (initialize → launch → setFunctionBreakpoints → configurationDone → stopped →
-    stackTrace → scopes → variables)."""
+    """Start config['debugAdapterExecutable'], send exactly `config` as its request (launch
+    or attach), break on `function` (initialize → launch|attach → setFunctionBreakpoints →
+    configurationDone → stopped → stackTrace → scopes → variables)."""
+    return debug_until_stop(
+        [config["debugAdapterExecutable"]], config,
+        lambda c: c.request("setFunctionBreakpoints", {"breakpoints": [{"name": function}]}),
+        timeout, log)
+
+
+def stop_at_line(adapter: Sequence[str], config: Mapping[str, Any], source: Path, line: int,
+                 timeout: float = 90.0, log: Path | None = None) -> Stop:
+    """Like stop_in_function, with a source breakpoint (setBreakpoints) at source:line."""
+    return debug_until_stop(
+        adapter, config,
+        lambda c: c.request("setBreakpoints", {"source": {"path": str(source)},
+                                               "breakpoints": [{"line": line}]}),
+        timeout, log)
+
+
+def debug_until_stop(adapter: Sequence[str], config: Mapping[str, Any],
+                     set_breakpoints: Callable[[DapClient], Any], timeout: float = 90.0,
+                     log: Path | None = None) -> Stop:
+    """The DAP sequence of a VS Code session up to the first stop."""
     t0 = time.monotonic()
-    with DapClient([config["debugAdapterExecutable"]], log=log) as c:
-        c.request("initialize", {"clientID": "orch-tests", "adapterID": config["type"],
+    with DapClient(adapter, log=log) as c:
+        c.request("initialize", {"clientID": "vscode", "adapterID": config["type"],
                                  "linesStartAt1": True, "columnsStartAt1": True,
-                                 "pathFormat": "path"})
-        launch = c.send_request("launch", config)
+                                 "pathFormat": "path", "supportsRunInTerminalRequest": True})
+        launch = c.send_request(config["request"], config)
         c.event("initialized", timeout)
-        c.request("setFunctionBreakpoints", {"breakpoints": [{"name": function}]})
+        set_breakpoints(c)
         c.request("configurationDone")
         c.response(launch, timeout)
-        mark = len(c.messages)
         ev = c.wait_for(lambda m: m.get("type") == "event" and m.get("event") in ("stopped", "exited"),
-                        timeout, "'stopped' event", mark)
+                        timeout, "'stopped' event")
         seconds = time.monotonic() - t0
         if ev["event"] == "exited":
             time.sleep(0.2)
-            raise DapError(f"the program exited without stopping in {function}: {c.output()[-3000:]}")
+            raise DapError(f"the program exited without stopping: {c.output()[-3000:]}")
         thread = ev["body"]["threadId"]
         frames = c.request("stackTrace", {"threadId": thread, "startFrame": 0,
                                           "levels": 20})["body"]["stackFrames"]

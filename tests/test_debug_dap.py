@@ -4,12 +4,13 @@ the value Python passed; debug-env reaches the process; release says why it has 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import copy_project, make_store, run_doit
-from dap_client import run_to_exit, stop_in_function
+from dap_client import env_list_to_dict, run_to_exit, stop_at_line, stop_in_function
 
 from orchestrator.ide import resolve_variables
 
@@ -85,6 +86,58 @@ def test_debug_env_configuration_sets_the_runtime_toggles(ws: Workspace) -> None
     # The plain configuration does not set them (the toggles come from the config, not lldb).
     _, plain = run_to_exit(launch_config(ws.root, LLDB_CONFIG, ws.script))
     assert "toggles CUDA_LAUNCH_BLOCKING=None" in plain, plain
+
+
+PY_SCRIPT = """\
+import demo
+
+
+def main(alpha):
+    out = demo.add([1.0, 2.0], [10.0, 20.0], alpha=alpha)
+    return out
+
+
+print(main(2.5))
+"""
+LOOP_SCRIPT = """\
+import sys, time, demo
+print("ready", flush=True)
+for _ in range(900):
+    demo.add([1.0], [2.0], alpha=0.5)
+    time.sleep(0.1)
+"""
+
+
+def test_debugpy_configuration_stops_at_a_python_line(ws: Workspace, tmp_path: Path) -> None:
+    script = tmp_path / "py_level.py"
+    script.write_text(PY_SCRIPT)
+    config = launch_config(ws.root, "orch: Python (debugpy)", script)
+    # The adapter VS Code's Python extension would start; debugpy is pinned in the lock.
+    stop = stop_at_line([config["python"], "-m", "debugpy.adapter"], config, script, 5)
+    assert stop.reason == "breakpoint", stop
+    assert (stop.frames[0]["name"], stop.frames[0]["line"]) == ("main", 5), stop.frames[0]
+    assert stop.frames[0]["source"]["path"] == str(script)
+    assert stop.variables.get("alpha") == "2.5", stop.variables
+
+
+def test_attach_configuration_stops_in_a_running_process(ws: Workspace, tmp_path: Path) -> None:
+    script = tmp_path / "loop.py"
+    script.write_text(LOOP_SCRIPT)
+    env = env_list_to_dict(launch_config(ws.root, LLDB_CONFIG, script)["env"])
+    proc = subprocess.Popen([str(ws.root / ".orch/toolchain/venv/bin/python"), str(script)],
+                            env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        config = launch_config(ws.root, "orch: attach C++ to a process (lldb-14)", script)
+        assert config["pid"] == "${command:pickProcess}"
+        config["pid"] = proc.pid            # what VS Code's process picker fills in
+        stop = stop_in_function(config, FUNCTION)
+        top = stop.frames[0]
+        assert top["source"].get("path") == str(ws.root / "recipes/demo/ops/add_kernel.cpp"), top
+        assert stop.variables.get("alpha") == "0.5", stop.variables
+    finally:
+        proc.kill()
+        proc.wait(30)
 
 
 def test_release_binds_by_symbol_only_and_says_why(ws: Workspace) -> None:
