@@ -141,15 +141,23 @@ def read_elf(path: Path, *, symbols: bool = True) -> ElfInfo:
                 name = _cstr(mm, names_off + name_i).decode(errors="replace") if names_off is not None else ""
                 info.sections[name] = (off, size, flags)
                 by_type.setdefault(typ, i)
-            if elf["e_phnum"]:
-                for seg in elf.iter_segments():
-                    if seg.header.p_type == "PT_INTERP":
-                        info.interp = seg.get_interp_name()
+            info.interp = _interp(elf, mm, le, is64)
             if SHT_DYNAMIC in by_type:
                 _read_dynamic(mm, shdrs, by_type[SHT_DYNAMIC], le, is64, info)
             if symbols and SHT_DYNSYM in by_type:
                 _read_symbols(elf, mm, shdrs, by_type, le, is64, info)
     return info
+
+
+def _interp(elf: ELFFile, mm: mmap.mmap, le: str, is64: bool) -> str | None:
+    """PT_INTERP's path, from the program headers (pyelftools' segments parse far more)."""
+    fmt = le + ("IIQQQQQQ" if is64 else "IIIIIIII")
+    for i in range(elf["e_phnum"]):
+        h = struct.unpack_from(fmt, mm, elf["e_phoff"] + i * elf["e_phentsize"])
+        if h[0] == 3:  # PT_INTERP
+            off, size = (h[2], h[5]) if is64 else (h[1], h[4])
+            return bytes(mm[off:off + size]).rstrip(b"\0").decode(errors="replace")
+    return None
 
 
 def _section_headers(elf: ELFFile, mm: mmap.mmap, le: str, is64: bool) -> list[tuple[int, ...]]:
@@ -207,44 +215,76 @@ def _read_symbols(elf: ELFFile, mm: mmap.mmap, shdrs: list[tuple[int, ...]], by_
             for a in auxs:
                 verneed[a["vna_other"]] = (a.name, vn.name)
                 info.version_needs.setdefault(vn.name, set()).add(a.name)
-    str_off = shdrs[link][2]
-    if is64:
-        fmt, name_i, info_i, other_i, shndx_i = le + "IBBHQQ", 0, 1, 2, 3
-    else:
-        fmt, name_i, info_i, other_i, shndx_i = le + "IIIBBH", 0, 3, 4, 5
-    entsize = struct.calcsize(fmt)
+    _sn, _st, str_off, str_size, _sf, _sl = shdrs[link]
+    entsize = 24 if is64 else 16
     count = ss // entsize
     if SHT_GNU_VERSYM in by_type:
         vers = struct.unpack_from(f"{le}{count}H", mm, shdrs[by_type[SHT_GNU_VERSYM]][2])
     else:
         vers = (1,) * count
-    defined: dict[bytes, tuple[str | None, ...]] = {}
-    undefined: list[Undefined] = []
-    find = mm.find
-    for i, sym in enumerate(struct.iter_unpack(fmt, mm[so:so + count * entsize])):
-        if i == 0:
+    # Column views of the symbol array (no per-symbol struct parsing): 32-bit words.
+    words = memoryview(mm)[so:so + count * entsize].cast("I") if le == "<" or not is64 else None
+    if words is not None and is64:
+        names = words[0::6].tolist()
+        meta = words[1::6].tolist()  # st_info | st_other << 8 | st_shndx << 16
+        words.release()
+    else:
+        fmt = le + ("IBBHQQ" if is64 else "IIIBBH")
+        rows = list(struct.iter_unpack(fmt, mm[so:so + count * entsize]))
+        if words is not None:
+            words.release()
+        if is64:
+            names = [r[0] for r in rows]
+            meta = [r[1] | r[2] << 8 | r[3] << 16 for r in rows]
+        else:
+            names = [r[0] for r in rows]
+            meta = [r[3] | r[4] << 8 | r[5] << 16 for r in rows]
+    # Every string of .dynstr by offset, split once in C; suffix-shared names fall back to find().
+    strtab = mm[str_off:str_off + str_size]
+    by_off: dict[int, bytes] = {}
+    pos = 0
+    for piece in strtab.split(b"\0"):
+        by_off[pos] = piece
+        pos += len(piece) + 1
+    # One pass over the columns sorts symbols into undefined / unversioned / versioned.
+    und: list[int] = []
+    plain: list[int] = []
+    versioned: list[int] = []
+    for i in range(1, count):
+        m = meta[i]
+        if m >> 16 == SHN_UNDEF:
+            if (m & 0xF0) == STB_GLOBAL << 4:
+                und.append(i)
             continue
-        st_info = sym[info_i]
-        bind = st_info >> 4
-        if sym[shndx_i] == SHN_UNDEF:
-            if bind != STB_GLOBAL:
-                continue
-            start = str_off + sym[name_i]
-            name = mm[start:find(b"\0", start)]
-            if not name:
-                continue
-            need = verneed.get(vers[i] & 0x7FFF)
-            undefined.append(Undefined(name, need[0] if need else None, need[1] if need else None))
-            continue
-        ndx = vers[i]
-        if (bind not in (STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE) or (st_info & 0xF) in (STT_SECTION, STT_FILE)
-                or (sym[other_i] & 3) in (1, 2) or ndx == 0):  # local, internal/hidden
-            continue
-        start = str_off + sym[name_i]
-        name = mm[start:find(b"\0", start)]
-        ver = verdef_names.get(ndx & 0x7FFF)
+        bind = (m & 0xFF) >> 4
+        if (bind == STB_GLOBAL or bind == STB_WEAK or bind == STB_GNU_UNIQUE) \
+                and (m & 0xF) not in (STT_SECTION, STT_FILE) and ((m >> 8) & 3) not in (1, 2):
+            v = vers[i]
+            if v == 1:
+                plain.append(names[i])
+            elif v:  # 0 is local
+                versioned.append(i)
+    get = by_off.get
+
+    def name_at(off: int) -> bytes:
+        got = get(off)
+        return got if got is not None else strtab[off:strtab.find(b"\0", off)]
+
+    defined: dict[bytes, tuple[str | None, ...]] = dict.fromkeys(
+        [get(o) or name_at(o) for o in plain], (None,))
+    for i in versioned:
+        name = name_at(names[i])
+        ver = verdef_names.get(vers[i] & 0x7FFF)
         prev = defined.get(name)
         defined[name] = (ver,) if prev is None else prev + (ver,)
+    defined.pop(b"", None)
+    undefined: list[Undefined] = []
+    for i in und:
+        name = name_at(names[i])
+        if not name:
+            continue
+        need = verneed.get(vers[i] & 0x7FFF)
+        undefined.append(Undefined(name, need[0] if need else None, need[1] if need else None))
     info.defined = defined
     info.undefined = undefined
 

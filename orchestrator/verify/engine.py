@@ -59,11 +59,14 @@ def verify_tree(cfg: VerifyConfig) -> VerifyReport:
     facts = {rel: FileFacts(needed=o.needed, runpath=o.runpath, rpath=o.rpath) for rel, o in objects.items()}
     state = State(cfg, resolver, objects, closures, extensions, facts)
     checks: dict[str, str] = {}
+    timings = {"read_and_resolve_s": round(time.perf_counter() - t0, 4)}
     for name, check in ALL_CHECKS.items():
         if name in cfg.rules.skip:
             checks[name] = "skipped"
             continue
+        t1 = time.perf_counter()
         found = check(state)
+        timings[f"{name}_s"] = round(time.perf_counter() - t1, 4)
         findings += found
         checks[name] = "fail" if any(f.severity == "fail" for f in found) else "pass"
     overall: dict[str, str] = {}
@@ -73,5 +76,5 @@ def verify_tree(cfg: VerifyConfig) -> VerifyReport:
                 overall[fam] = v
     return VerifyReport(
         artifact=cfg.artifact, root=str(cfg.root), ok=not any(f.severity == "fail" for f in findings),
-        checks=checks, findings=findings, files=facts, max_versions=overall,
+        checks=checks, findings=findings, files=facts, max_versions=overall, timings=timings,
         elapsed_s=round(time.perf_counter() - t0, 3))

@@ -5,8 +5,6 @@ import io
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
-from rich.console import Console
-from rich.table import Table
 
 CHECKS = ("resolution", "symbols", "cxx_abi", "python", "debug_info", "portability",
           "required_symbols", "cuda")
@@ -52,6 +50,7 @@ class VerifyReport(BaseModel):
     files: dict[str, FileFacts]
     max_versions: dict[str, str] = {}
     elapsed_s: float = 0.0
+    timings: dict[str, float] = {}
 
     def failures(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == "fail"]
@@ -83,6 +82,9 @@ class VerifyReport(BaseModel):
 
 def render_table(report: VerifyReport, width: int = 160, color: bool = False) -> str:
     """Per-check verdicts and findings (failures first) as rich tables, rendered to text."""
+    from rich.console import Console
+    from rich.table import Table
+
     console = Console(file=io.StringIO(), width=width, force_terminal=color, color_system="auto" if color else None)
     status = "[green]PASS[/]" if report.ok else "[red]FAIL[/]"
     verdicts = Table(title=f"verify {report.artifact} {status}", show_lines=False)

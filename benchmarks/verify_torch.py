@@ -1,0 +1,117 @@
+"""Benchmark: `verify` over the locked torch 2.13.0's lib/ closure + _C, against `nm -D
+--defined-only` over the same files and `ldd -r` on _C, in one run. Prints a table.
+
+Goal: no slower than nm -D, under 5 s, and peak RSS far below the 400+ MB libtorch_cpu.so
+(symbol tables are read from an mmap, never the whole file).
+
+    .venv/bin/python benchmarks/verify_torch.py [--torch DIR] [--repeat N]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+REPO = Path(__file__).resolve().parents[1]
+
+VERIFY_CODE = r"""
+import sys, time, json
+from pathlib import Path
+t0 = time.perf_counter()
+from orchestrator.verify.config import Interpreter, TorchFacts, VerifyConfig
+from orchestrator.verify.engine import verify_tree
+torch_dir = Path(sys.argv[1])
+roots = [Path(p) for p in sys.argv[2:]]
+cfg = VerifyConfig(artifact="torch", root=torch_dir, prefix=torch_dir, roots=roots,
+                   interpreter=Interpreter(Path("/usr/bin/python3"), "3.11", ".cpython-311-x86_64-linux-gnu.so", None),
+                   toolchain_dirs=[torch_dir], torch=TorchFacts("2.13.0", torch_dir / "lib", True),
+                   python_dirs=[torch_dir.parent])
+t1 = time.perf_counter()
+r = verify_tree(cfg)
+t2 = time.perf_counter()
+print(json.dumps({"ok": r.ok, "verify_s": t2 - t1, "imports_s": t1 - t0,
+                  "symbols": None, "failures": [f.cause for f in r.failures()][:3]}))
+"""
+
+
+def find_torch(explicit: str | None) -> Path:
+    """The torch package of the locked toolchain (or --torch)."""
+    if explicit:
+        return Path(explicit)
+    stores = [Path(os.environ["ORCH_STORE"])] if os.environ.get("ORCH_STORE") else []
+    stores.append(REPO / "artifacts")
+    for store in stores:
+        for d in sorted(store.glob("toolchains/*/venv/lib/python3.*/site-packages/torch")):
+            if (d / "lib" / "libtorch_cpu.so").is_file():
+                return d
+    sys.exit("no materialized toolchain with torch found; run `doit toolchain` or pass --torch DIR")
+
+
+def measure(cmd: list[str], **kw) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS MiB, stdout) of one child process, from wait4's rusage."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, **kw)
+    out = b""
+    assert proc.stdout is not None
+    while chunk := proc.stdout.read(1 << 20):
+        out += chunk if len(out) < (1 << 16) else b""
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - t0
+    return wall, usage.ru_maxrss / 1024, out.decode(errors="replace")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--torch", help="torch package directory (default: the locked toolchain's)")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    torch_dir = find_torch(args.torch)
+    files = sorted(p for p in (torch_dir / "lib").glob("*.so*") if p.is_file() and not p.is_symlink())
+    ext = sorted(torch_dir.glob("_C.cpython-*.so"))
+    roots = [*files, *ext]
+    total_mb = sum(p.stat().st_size for p in roots) / 2**20
+    biggest = max(roots, key=lambda p: p.stat().st_size)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    rows: dict[str, list[tuple[float, float]]] = {"verify": [], "nm": [], "ldd": []}
+    inner: list[float] = []
+    import json
+    for _ in range(args.repeat):
+        wall, rss, out = measure([sys.executable, "-c", VERIFY_CODE, str(torch_dir), *map(str, roots)], env=env)
+        info = json.loads(out.strip().splitlines()[-1])
+        rows["verify"].append((wall, rss))
+        inner.append(info["verify_s"])
+        rows["nm"].append(measure(["nm", "-D", "--defined-only", *map(str, roots)])[:2])
+        rows["ldd"].append(measure(["ldd", "-r", str(ext[0])], env={**os.environ, "LD_LIBRARY_PATH": str(torch_dir / "lib")})[:2])
+    med = {k: (statistics.median(w for w, _ in v), max(r for _, r in v)) for k, v in rows.items()}
+    nm_s = med["nm"][0]
+    t = Table(title=f"verify vs nm -D / ldd -r on torch ({len(roots)} ELF files, {total_mb:.0f} MiB; "
+                    f"largest {biggest.name} {biggest.stat().st_size / 2**20:.0f} MiB), median of {args.repeat}")
+    t.add_column("what")
+    t.add_column("wall s", justify="right")
+    t.add_column("x nm -D", justify="right")
+    t.add_column("peak RSS MiB", justify="right")
+    t.add_row("orchestrator verify (process: start + imports + all 8 checks)", f"{med['verify'][0]:.3f}",
+              f"{med['verify'][0] / nm_s:.2f}", f"{med['verify'][1]:.0f}")
+    t.add_row("  of which verify_tree itself", f"{statistics.median(inner):.3f}",
+              f"{statistics.median(inner) / nm_s:.2f}", "")
+    t.add_row("nm -D --defined-only (same files)", f"{nm_s:.3f}", "1.00", f"{med['nm'][1]:.0f}")
+    t.add_row(f"ldd -r {ext[0].name}", f"{med['ldd'][0]:.3f}", f"{med['ldd'][0] / nm_s:.2f}", f"{med['ldd'][1]:.0f}")
+    console = Console()
+    console.print(t)
+    goal_time = med["verify"][0] < 5.0
+    console.print(f"verify ok={info['ok']}; goals: under 5 s: {'yes' if goal_time else 'NO'}; "
+                  f"no slower than nm -D: {'yes' if med['verify'][0] <= nm_s else 'NO'} (process), "
+                  f"{'yes' if statistics.median(inner) <= nm_s else 'NO'} (verify_tree); "
+                  f"peak RSS {med['verify'][1]:.0f} MiB vs largest file {biggest.stat().st_size / 2**20:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
