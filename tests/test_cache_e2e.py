@@ -317,7 +317,9 @@ def test_delta_pull_downloads_only_changed_files(team: Team) -> None:
     out = team.doit("build", f"store={team.store_a}", "substitute=0", "format=json")
     new_id = json.loads(out.stdout)["id"]
     assert new_id != team.built_id
-    team.doit("push", f"store={team.store_a}", env=team.pusher_env())
+    pushed = json.loads(team.doit("push", f"store={team.store_a}", "all=1", "format=json",
+                                  env=team.pusher_env()).stdout)
+    assert len(pushed["pushed"]) == 2  # all=1: both demo artifacts of store A
 
     old = {(f["sha256"]) for f in _record(team.area, team.built_id)["manifest"]["files"]
            if f["kind"] == "file"}
@@ -342,3 +344,25 @@ def test_delta_pull_downloads_only_changed_files(team: Team) -> None:
     assert stats["files_linked"] > 0 and wire < total / 2
     print(f"\ndelta pull: {wire} bytes on the wire for a {total}-byte artifact "
           f"({len(changed)} of {new['summary']['blobs']} blobs)")
+
+
+def test_shared_directory_cache_and_pull_by_id(team: Team) -> None:
+    shared = team.root / "nfs-cache"
+    shared.mkdir()
+    config = team.write_config(team.root / "nfs.toml", [f"file://{shared}"])
+    env = team.env(ORCH_CACHE_CONFIG=str(config),
+                   ORCH_CACHE_SIGNING_KEY=str(team.keys / "team-1.secret"))
+    team.doit("push", f"store={team.store_a}", f"id={team.built_id}", env=env)
+    assert (shared / "ac" / f"{team.built_id}.json").is_file()
+    assert not [p for p in shared.rglob("*") if ".tmp-" in p.name]
+    store = team.root / "store-nfs"
+    p = team.doit("pull", f"store={store}", f"id={team.built_id}", "format=json",
+                  env=team.env(ORCH_CACHE_CONFIG=str(config)))
+    assert json.loads(p.stdout)["origin"] == f"file://{shared}"
+    assert [a[:40] for a in artifacts(store)] == [team.built_id]
+    bad = team.doit("pull", f"store={store}", "id=xyz", env=team.env(ORCH_CACHE_CONFIG=str(config)),
+                    check=False)
+    assert bad.returncode == 2 and "40 lowercase hex" in bad.stderr
+    missing = team.doit("pull", f"store={team.root / 'store-none'}", f"id={'0' * 40}",
+                        env=team.env(ORCH_CACHE_CONFIG=str(config)), check=False)
+    assert missing.returncode == 2 and "no substituter has" in missing.stderr

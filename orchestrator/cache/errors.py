@@ -10,3 +10,7 @@ class CacheError(UserError):
     `doit build` treats it as "this substituter cannot help" and builds locally instead;
     `doit pull` / `doit push` report it and stop.
     """
+
+
+class TransferInterrupted(CacheError):
+    """A blob's stream ended early or the connection broke mid-transfer: worth a retry."""

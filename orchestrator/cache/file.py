@@ -9,7 +9,7 @@ from typing import Iterator
 from urllib.parse import unquote, urlparse
 
 from orchestrator.cache.backend import CHUNK, RECORD_LIMIT, Body
-from orchestrator.cache.errors import CacheError
+from orchestrator.cache.errors import CacheError, TransferInterrupted
 
 
 class FileBackend:
@@ -52,7 +52,11 @@ class FileBackend:
         except OSError as e:
             raise CacheError(f"cache {self.url}: cannot read {key} ({e.strerror})") from None
         with f:
-            yield iter(lambda: f.read(CHUNK), b"")
+            try:
+                yield iter(lambda: f.read(CHUNK), b"")
+            except OSError as e:
+                raise TransferInterrupted(f"cache {self.url}: cannot read {key} "
+                                          f"({e.strerror})") from None
 
     def put(self, key: str, body: Body) -> int:
         path = self._path(key)

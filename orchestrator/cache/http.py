@@ -16,7 +16,7 @@ from urllib3.util.retry import Retry
 
 from orchestrator.cache.backend import CHUNK, RECORD_LIMIT, Body
 from orchestrator.cache.config import CacheConfig, Credentials
-from orchestrator.cache.errors import CacheError
+from orchestrator.cache.errors import CacheError, TransferInterrupted
 
 RETRY_STATUS = (429, 500, 502, 503, 504)
 PUT_ATTEMPTS = 3
@@ -115,7 +115,7 @@ class HttpBackend:
             try:
                 yield r.raw.stream(CHUNK, decode_content=False)
             except (urllib3.exceptions.HTTPError, requests.RequestException) as e:
-                raise CacheError(f"cache {self.url}: transfer of {key} was cut short "
+                raise TransferInterrupted(f"cache {self.url}: transfer of {key} was cut short "
                                  f"({_reason(e)})") from None
 
     def put(self, key: str, body: Body) -> int:

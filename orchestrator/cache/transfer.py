@@ -24,9 +24,10 @@ from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn,
                            TimeRemainingColumn, TransferSpeedColumn)
 
 from orchestrator.cache.backend import CHUNK, Backend, blob_key
-from orchestrator.cache.errors import CacheError
+from orchestrator.cache.errors import CacheError, TransferInterrupted
 
 ZSTD_LEVEL = 3
+BLOB_ATTEMPTS = 3
 WRITE_QUEUE = 8        # decompressed chunks (about 1-4 MiB each) in flight per blob
 
 
@@ -94,48 +95,47 @@ def _run_parallel(jobs: int, work: list, fn) -> None:
 
 
 class _Writer:
-    """Hashes and writes decompressed data on its own thread, so that decompressing (this
-    thread) and hashing + writing (that one) use two cores; bounded queue, bounded memory."""
+    """Hashes and writes decompressed data on its own thread, so that decompressing (the
+    caller's thread) and hashing + writing use two cores; bounded queue, bounded memory."""
 
     def __init__(self, fd: int, meter: Meter) -> None:
         self.fd = fd
         self.meter = meter
         self.hash = hashlib.sha256()
         self.queue: queue.Queue[bytes | None] = queue.Queue(maxsize=WRITE_QUEUE)
-        self.error: BaseException | None = None
+        self.error: OSError | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
         while (data := self.queue.get()) is not None:
             if self.error is not None:
-                continue
+                continue  # drain until the sentinel
             try:
                 self.hash.update(data)
                 view = memoryview(data)
                 while view:
                     view = view[os.write(self.fd, view):]
                 self.meter.advance(len(data))
-            except BaseException as e:  # noqa: BLE001 - handed to the producer
+            except OSError as e:
                 self.error = e
 
     def put(self, data: bytes) -> None:
         if self.error is not None:
-            raise self.error
+            raise CacheError(f"cannot write to the store: {self.error.strerror}")
         self.queue.put(data)
 
-    def finish(self) -> str:
+    def close(self) -> None:
+        """Wait until everything queued is written (never raises; see .error)."""
         self.queue.put(None)
         self.thread.join()
-        if self.error is not None:
-            raise self.error
-        return self.hash.hexdigest()
 
 
 def fetch_blob(backend: Backend, sha256: str, size: int, dest: Path, meter: Meter,
                stats: TransferStats, cancel: threading.Event) -> None:
     """Download one blob into a new file `dest`, refusing wrong content or a short stream."""
     key = blob_key(sha256)
+    where = f"{backend.url}{key}"
     written = 0
     wire = 0
     dctx = zstandard.ZstdDecompressor().decompressobj()
@@ -143,31 +143,43 @@ def fetch_blob(backend: Backend, sha256: str, size: int, dest: Path, meter: Mete
     writer = _Writer(fd, meter)
     try:
         with backend.stream(key) as chunks:
-            try:
-                for chunk in chunks:
-                    if cancel.is_set():
-                        raise CacheError("cancelled")
-                    wire += len(chunk)
+            for chunk in chunks:
+                if cancel.is_set():
+                    raise CacheError("cancelled")
+                wire += len(chunk)
+                try:
                     data = dctx.decompress(chunk)
-                    written += len(data)
-                    if written > size:
-                        raise CacheError(f"refused {backend.url}{key}: more data than the "
-                                         f"record's {size} bytes")
-                    if data:
-                        writer.put(data)
-            except zstandard.ZstdError as e:
-                raise CacheError(f"refused {backend.url}{key}: not valid zstd data "
-                                 f"({e})") from None
+                except zstandard.ZstdError as e:
+                    raise CacheError(f"refused {where}: not valid zstd data ({e})") from None
+                written += len(data)
+                if written > size:
+                    raise CacheError(f"refused {where}: more data than the record's {size} bytes")
+                if data:
+                    writer.put(data)
     finally:
-        digest = writer.finish() if writer.error is None else None
+        writer.close()
         os.close(fd)
+    if writer.error is not None:
+        raise CacheError(f"cannot write to the store: {writer.error.strerror} ({dest})")
     if not dctx.eof or written != size:
-        raise CacheError(f"refused {backend.url}{key}: transfer cut short ({written} of {size} "
-                         "bytes)")
-    if digest != sha256:
-        raise CacheError(f"refused {backend.url}{key}: content hash mismatch (tampered or "
-                         "corrupted blob)")
+        raise TransferInterrupted(f"refused {where}: transfer cut short ({written} of {size} "
+                                  "bytes)")
+    if writer.hash.hexdigest() != sha256:
+        raise CacheError(f"refused {where}: content hash mismatch (tampered or corrupted blob)")
     stats.add(blobs_downloaded=1, bytes_downloaded=wire, bytes_written=written)
+
+
+def fetch_blob_retrying(backend: Backend, sha256: str, size: int, dest: Path, meter: Meter,
+                        stats: TransferStats, cancel: threading.Event) -> None:
+    """fetch_blob, again from the start (up to BLOB_ATTEMPTS) when the stream was cut."""
+    for attempt in range(BLOB_ATTEMPTS):
+        try:
+            return fetch_blob(backend, sha256, size, dest, meter, stats, cancel)
+        except TransferInterrupted:
+            dest.unlink(missing_ok=True)
+            if attempt + 1 == BLOB_ATTEMPTS or cancel.is_set():
+                raise
+            time.sleep(0.25 * 2 ** attempt)
 
 
 def download_blobs(backend: Backend, wanted: list[tuple[str, int, Path]], jobs: int,
@@ -175,7 +187,7 @@ def download_blobs(backend: Backend, wanted: list[tuple[str, int, Path]], jobs: 
     """Fetch (sha256, size, dest) blobs, biggest first, at most `jobs` at a time."""
     wanted = sorted(wanted, key=lambda w: -w[1])
     with Meter(label, sum(w[1] for w in wanted)) as meter:
-        _run_parallel(jobs, wanted, lambda w, cancel: fetch_blob(
+        _run_parallel(jobs, wanted, lambda w, cancel: fetch_blob_retrying(
             backend, w[0], w[1], w[2], meter, stats, cancel))
 
 
