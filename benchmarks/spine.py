@@ -1,0 +1,143 @@
+"""Spine benchmarks (issue 2): a printed table of ratios against baselines measured in the
+same run. Not a test: these machines are noisy, so nothing here asserts a time.
+
+  1. no-op `doit build` vs `doit list` (doit's own start-up);
+  2. `doit switch` of a small artifact vs a ~2 GB one (the ratio must stay near 1);
+  3. one edited .cpp: `doit build` vs `ninja` alone in the same build dir (overhead), and
+     the bytes the commit wrote to the store (only changed files get new copies).
+
+Run: .venv/bin/python benchmarks/spine.py [--big-gb 2] [--repeat 5]
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+from conftest import copy_project  # noqa: E402
+
+PADDED_CMAKE = """
+install(FILES padding.bin DESTINATION share/padded)
+"""
+
+
+def doit(project: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("ORCH_STORE", "MAX_JOBS")}
+    res = subprocess.run([sys.executable, "-m", "doit", "-f", str(project / "dodo.py"), *args],
+                         cwd=project, env=env, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise SystemExit(f"doit {' '.join(args)} failed:\n{res.stdout}{res.stderr}")
+    return res
+
+
+def timed(fn, repeat: int) -> float:
+    """Median wall time of fn() over repeat runs."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--big-gb", type=float, default=2.0)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="orch-bench-"))
+    store = work / "store"
+    s = f"store={store}"
+    try:
+        small = copy_project(work / "small")
+        doit(small, "build", s, "substitute=0")
+        doit(small, "build", s, "substitute=0", "variant=release")
+
+        # 1. no-op build vs doit list
+        t_list = timed(lambda: doit(small, "list"), args.repeat)
+        t_noop = timed(lambda: doit(small, "build", s, "substitute=0"), args.repeat)
+
+        # 2. switch small vs big
+        big = copy_project(work / "big")
+        demo = big / "recipes/demo"
+        with open(demo / "padding.bin", "wb") as f:  # incompressible, so nothing is sparse
+            chunk = os.urandom(1 << 20)
+            for _ in range(int(args.big_gb * 1024)):
+                f.write(chunk)
+        cml = demo / "CMakeLists.txt"
+        cml.write_text(cml.read_text() + PADDED_CMAKE)
+        doit(big, "build", s, "substitute=0")
+        doit(big, "build", s, "substitute=0", "variant=release")
+        ws_small, ws_big = work / "ws-small", work / "ws-big"
+        ws_small.mkdir()
+        ws_big.mkdir()
+
+        def flip(project: Path, ws: Path) -> None:
+            doit(project, "switch", s, f"workspace={ws}", "variant=release", "substitute=0")
+            doit(project, "switch", s, f"workspace={ws}", "variant=relwithdebinfo", "substitute=0")
+
+        t_sw_small = timed(lambda: flip(small, ws_small), args.repeat) / 2
+        t_sw_big = timed(lambda: flip(big, ws_big), args.repeat) / 2
+        big_size = sum(f.stat().st_size for f in (ws_big / ".orch/profile").rglob("*") if f.is_file())
+
+        # 3. edit one .cpp: doit build vs ninja alone
+        kernel = small / "recipes/demo/ops/add_kernel.cpp"
+        where = hashlib.sha256(str((small / "recipes/demo").resolve()).encode()).hexdigest()[:8]
+        build_dir = store / "build" / f"demo-relwithdebinfo-{where}"
+        ninja = next((store / "toolchains").iterdir()) / "venv/bin/ninja"
+        t_doit, t_ninja, new_bytes, linked_bytes = [], [], [], []
+        for i in range(args.repeat):
+            # A new first line shifts every line: the object and the library change.
+            kernel.write_text(f"// edit {i}a\n" + kernel.read_text())
+            t0 = time.perf_counter()
+            res = doit(small, "build", s, "substitute=0")
+            t_doit.append(time.perf_counter() - t0)
+            m = re.search(r"([\d.]+) MB new, ([\d.]+) MB hard-linked", res.stderr)
+            new_bytes.append(float(m[1]))
+            linked_bytes.append(float(m[2]))
+            kernel.write_text(f"// edit {i}b\n" + kernel.read_text())
+            t0 = time.perf_counter()
+            subprocess.run([str(ninja), "-C", str(build_dir)], check=True, capture_output=True)
+            t_ninja.append(time.perf_counter() - t0)
+        md, mn = statistics.median(t_doit), statistics.median(t_ninja)
+
+        table = Table(title=f"spine benchmarks (median of {args.repeat}; ratios vs baseline in this run)")
+        for col in ("measure", "value", "baseline", "ratio"):
+            table.add_column(col)
+        table.add_row("no-op `doit build` vs `doit list`", f"{t_noop:.3f} s", f"{t_list:.3f} s",
+                      f"{t_noop / t_list:.2f}")
+        table.add_row(f"`doit switch`: {big_size / 1e9:.1f} GB artifact vs small", f"{t_sw_big:.3f} s",
+                      f"{t_sw_small:.3f} s", f"{t_sw_big / t_sw_small:.2f}")
+        table.add_row("edit 1 .cpp: `doit build` vs `ninja` alone", f"{md:.2f} s", f"{mn:.2f} s",
+                      f"{md / mn:.2f} (+{md - mn:.2f} s)")
+        total = statistics.median(new_bytes) + statistics.median(linked_bytes)
+        table.add_row("edit 1 .cpp: MB newly written by the commit vs artifact MB",
+                      f"{statistics.median(new_bytes):.2f} MB", f"{total:.2f} MB",
+                      f"{statistics.median(new_bytes) / total:.2f}")
+        Console().print(table)
+        print(json.dumps({"noop_build_s": t_noop, "list_s": t_list, "switch_small_s": t_sw_small,
+                          "switch_big_s": t_sw_big, "edit_doit_s": md, "edit_ninja_s": mn,
+                          "commit_new_mb": statistics.median(new_bytes), "artifact_mb": total}))
+    finally:
+        for p in store.rglob("*"):
+            if p.is_dir() and not p.is_symlink():
+                os.chmod(p, 0o755)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
