@@ -21,14 +21,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.debugger_env import LldbTools, locate
+from orchestrator.debugger_env import locate
 from orchestrator.errors import UserError
 from orchestrator.store import write_atomic
 
@@ -426,14 +425,6 @@ def resolve_variables(obj: Any, workspace: Path, file: Path | None = None,
     return obj
 
 
-def shell_command(argv: list[str]) -> str:
-    return " ".join(shlex.quote(a) for a in argv)
-
-
-__all__ = ["IdeSpec", "LldbTools", "write_files", "is_managed", "resolve_variables",
-           "launch_configurations", "loads_jsonc"]
-
-
 # -- the `doit vscode` verb -------------------------------------------------------------------
 def elf_debug_info(path: Path) -> bool:
     """True when the ELF file carries DWARF line tables (.debug_line)."""
@@ -549,3 +540,7 @@ def refresh_if_managed(settings: "Settings", plan: "Plan | None" = None) -> None
     if is_managed(settings.workspace):
         spec, _ = spec_for(settings, plan)
         write_files(spec)
+
+
+__all__ = ["IdeSpec", "write_files", "is_managed", "resolve_variables",
+           "launch_configurations", "loads_jsonc", "cmd_vscode", "refresh_if_managed"]
