@@ -11,8 +11,10 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 # What the tool and its tests need from the system: the interpreter and venv module, the
-# compilers, gdb and nginx (WebDAV cache tests), dpkg-dev (dpkg-deb) and apt (lldb-14 debs).
-PACKAGES=(python3 python3-venv python3-dev gcc g++ make gdb nginx-light dpkg-dev ca-certificates curl zstd binutils)
+# compilers, gdb and nginx (WebDAV cache tests), dpkg-dev (dpkg-deb) and apt (lldb-14 debs),
+# and the shared libraries the unpacked lldb-14 links against that its debs do not carry.
+PACKAGES=(python3 python3-venv python3-dev gcc g++ make gdb nginx-light dpkg-dev ca-certificates curl zstd binutils
+          libllvm14 libclang-cpp14 libedit2 libxml2)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
