@@ -366,3 +366,43 @@ def test_shared_directory_cache_and_pull_by_id(team: Team) -> None:
     missing = team.doit("pull", f"store={team.root / 'store-none'}", f"id={'0' * 40}",
                         env=team.env(ORCH_CACHE_CONFIG=str(config)), check=False)
     assert missing.returncode == 2 and "no substituter has" in missing.stderr
+
+
+@dataclass
+class _PlanRef:
+    """The two plan fields substitute() reads (a real Plan needs the whole toolchain)."""
+    artifact_id: str
+    name: str
+
+
+def test_substitute_warns_and_falls_back(team: Team, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from orchestrator.cache import substitute
+    from orchestrator.settings import Settings
+    from orchestrator.store import Store
+
+    if not (team.area / "ac").is_dir():
+        test_push_then_teammate_pulls_and_switches(team)
+    bad = team.nginx.root / "cache" / "bad-unsigned"
+    if not bad.is_dir():
+        shutil.copytree(team.area, bad)
+        unsigned(team, bad)
+    down = f"http://127.0.0.1:{free_port()}/x/"
+    plan = _PlanRef(team.built_id, f"{team.built_id}-demo-relwithdebinfo")
+    store_root = team.root / "store-subst"
+
+    def run(urls: list[str], substitute_var: str = "1") -> Path | None:
+        monkeypatch.setenv("ORCH_CACHE_CONFIG", str(team.write_config(team.root / "s.toml", urls)))
+        settings = Settings.from_vars(REPO, {"store": str(store_root),
+                                             "substitute": substitute_var})
+        return substitute(settings, plan, Store(store_root))
+
+    assert run([down, team.nginx.url("cache") + "bad-unsigned/"]) is None
+    err = capsys.readouterr().err
+    assert "is down or unreachable" in err and "unsigned" in err and "building it here" in err
+    assert artifacts(store_root) == [] and leftovers(store_root) == []
+    assert run([team.nginx.url("cache") + AREA + "/"], substitute_var="0") is None
+    assert artifacts(store_root) == []
+    got = run([down, team.nginx.url("cache") + "bad-unsigned/", team.nginx.url("cache") + AREA + "/"])
+    assert got is not None and got.name == plan.name
+    assert "substituted" in capsys.readouterr().err
