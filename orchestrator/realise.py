@@ -31,11 +31,8 @@ def failed_dir(store: Store, plan: Plan) -> Path:
 
 def run_verify(stage: Path, plan: Plan, toolchain: Toolchain, settings: Settings) -> dict | None:
     """Verify the staged artifact; keep it for inspection and stop unless force=1."""
-    try:
-        from orchestrator.verify import verify_artifact
-    except ImportError:  # TEMPORARY until the verifier lands (issue 3)
-        console.print("[yellow]verify: not available yet, skipped[/]")
-        return None
+    from orchestrator.verify import verify_artifact
+
     report = verify_artifact(stage, plan, toolchain)
     report.forced = settings.force and not report.ok
     summary = report.summary()

@@ -49,7 +49,9 @@ def config_for(artifact_dir: Path, plan: "Plan", toolchain: "Toolchain") -> Veri
         rules=recipe.verify,
         variant=plan.variant_name,
         build_type=plan.variant.build_type,
-        cmake=recipe.build.system in ("cmake", "pytorch") and not plan.variant.targets,
+        # cmake builds must leave meta/CMakeCache.txt; other builders are checked when they do.
+        cmake=(recipe.build.system == "cmake" and not plan.variant.targets)
+        or (artifact_dir / "meta" / "CMakeCache.txt").is_file(),
         defines=dict(plan.variant.defines),
         search=SearchConfig(ld_library_path=[str(prefix / d) for d in recipe.outputs.lib]),
         toolchain_dirs=[toolchain.root],

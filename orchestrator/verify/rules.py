@@ -348,17 +348,22 @@ def check_debug_info(st: State) -> list[Finding]:
                                          f"{' and no '.join(lacking)}"))
                 continue
             compilers = [p for p in facts.producers if _COMPILER_PRODUCER.match(p)]
-            for p in compilers:
-                has_g, level = producer_flags(p)
-                if not has_g:
-                    out.append(Finding(check="debug_info", severity="fail", file=rel,
-                                       cause=f"DW_AT_producer lacks -g: {p!r}"))
-                    break
-                if want_o and level != want_o:
+            flags = [(p, *producer_flags(p)) for p in compilers]
+            no_g = [p for p, has_g, _ in flags if not has_g]
+            if no_g:
+                out.append(Finding(check="debug_info", severity="fail", file=rel,
+                                   cause=f"DW_AT_producer lacks -g: {no_g[0]!r}"))
+            elif want_o and flags:
+                other = [(p, lvl) for p, _, lvl in flags if lvl != want_o]
+                if len(other) == len(flags):  # no unit at the expected level: the variant is wrong
+                    p, lvl = other[0]
                     out.append(Finding(check="debug_info", severity="fail", file=rel,
                                        cause=f"variant {cfg.variant} expects -O{want_o} but DW_AT_producer "
-                                             f"says -O{level}: {p!r}"))
-                    break
+                                             f"says -O{lvl}: {p!r}"))
+                elif other:  # per-file flags (e.g. -O3 kernels) inside an otherwise right build
+                    out.append(Finding(check="debug_info", severity="warn", file=rel,
+                                       cause=f"{len(other)} of {len(flags)} compile units examined use "
+                                             f"-O{other[0][1]} instead of -O{want_o}: {other[0][0]!r}"))
         elif facts.has_debug_info and not _own(in_prefix, cfg.rules.release_debug_allowed):
             out.append(Finding(check="debug_info", severity="fail", file=rel,
                                cause=f"variant {cfg.variant} ({bt}) must not carry debug info but {rel} "
