@@ -205,3 +205,13 @@ def test_keys_and_config_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     cfg.write_text('[cache]\ntrusted-keys = ["team-1:notbase64!"]\n')
     with pytest.raises(UserError, match="not valid base64"):
         load_config(tmp_path)
+
+
+def test_push_of_a_changed_local_file_is_aborted_mid_body(backend_url: str, tmp_path: Path) -> None:
+    """The hash is re-checked while compressing; on mismatch the PUT never completes."""
+    sha, size, src = _blob(tmp_path, "f", os.urandom(3 << 20))
+    src.write_bytes(os.urandom(3 << 20))  # the "store" file changed after its manifest
+    b = open_backend(backend_url, CFG, WRITER)
+    with pytest.raises(CacheError, match="no longer matches its manifest hash"):
+        upload_blobs(b, [(sha, size, src)], 2, "push", TransferStats())
+    assert not b.exists(blob_key(sha))

@@ -16,7 +16,7 @@ import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator, TypeVar
 
 import zstandard
 from rich.console import Console
@@ -27,6 +27,7 @@ from orchestrator.cache.backend import CHUNK, Backend, blob_key
 from orchestrator.cache.errors import CacheError, TransferInterrupted
 
 ZSTD_LEVEL = 3
+T = TypeVar("T")
 BLOB_ATTEMPTS = 3
 WRITE_QUEUE = 8        # decompressed chunks (about 1-4 MiB each) in flight per blob
 
@@ -79,7 +80,7 @@ class Meter:
         self.progress.advance(self.task, n)
 
 
-def _run_parallel(jobs: int, work: list, fn) -> None:
+def _run_parallel(jobs: int, work: list[T], fn: Callable[[T, threading.Event], None]) -> None:
     """Run fn(item, cancel) for each item on at most `jobs` threads; first error wins."""
     cancel = threading.Event()
     with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(work) or 1))) as pool:
@@ -225,8 +226,3 @@ def upload_blobs(backend: Backend, blobs: list[tuple[str, int, Path]], jobs: int
             sent = backend.put(blob_key(sha), lambda: _compressed(src, sha, meter, cancel))
             stats.add(blobs_uploaded=1, bytes_uploaded=sent)
         _run_parallel(jobs, blobs, one)
-
-
-def timed(stats: TransferStats, start: float) -> TransferStats:
-    stats.seconds = time.monotonic() - start
-    return stats
