@@ -244,6 +244,8 @@ class Store:
         deleted = []
         with self.lock("gc"):
             self.clean_stale()
+            for kept in self.tmp_dir.glob("failed-*") if self.tmp_dir.is_dir() else []:
+                remove_tree(kept)  # staged outputs of failed verifies, kept until now
             for art in self.artifacts():
                 if Path(os.path.realpath(art)) not in keep:
                     self.delete_artifact(art)

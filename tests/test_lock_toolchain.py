@@ -90,3 +90,20 @@ def test_compiler_drift_is_named(project, store):
     assert res.returncode == 2
     assert "lock drift: compiler:cxx (/usr/bin/g++)" in res.stderr
     assert not (store / "store").exists() or not list((store / "store").iterdir())
+
+
+def test_conda_lock_file_entries_slot_in(project):
+    """A conda-lock file (read with conda-lock's own models) becomes kind=conda entries."""
+    import shutil
+    from conftest import REPO
+    shutil.copy(REPO / "tests/fixtures/conda-lock.yml", project / "locks/conda-lock.yml")
+    (project / "locks/condaenv.toml").write_text(
+        '[python]\ninterpreter = "/usr/bin/python3"\n\n'
+        '[conda]\nlockfile = "conda-lock.yml"\nplatform = "linux-64"\n')
+    res = run_doit(project, "lock", "lock=condaenv")
+    assert res.returncode == 0, res.output
+    entries = json.loads((project / "locks/condaenv.lock.json").read_text())["entries"]
+    zlib = entries["conda:zlib"]
+    assert zlib["platform"] == "linux-64" and zlib["url_filename"].startswith("zlib-1.3.1-h4ab18f5")
+    assert len(zlib["sha256"]) == 64
+    assert set(entries) == {"python", "conda:zlib"}  # the osx-64 record is not ours
