@@ -9,7 +9,7 @@ from orchestrator.errors import UserError
 
 KNOWN_VARS = {
     "recipe", "variant", "store", "workspace", "jobs", "format", "substitute", "force", "id",
-    "keep", "source", "targets", "name", "all", "lock", "clean",
+    "keep", "source", "targets", "name", "all", "lock", "clean", "config", "reports", "push",
 }
 
 

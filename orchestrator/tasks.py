@@ -68,3 +68,9 @@ def task_vscode():
     """Write .vscode/ (lldb-14, gdb, debugpy), CMakePresets.json, .lldbinit/.gdbinit for the profile."""
     from orchestrator import ide
     return task(ide.cmd_vscode, task_vscode.__doc__)
+
+
+def task_nightly():
+    """Build bot: build/verify/smoke-test the nightly.toml matrix, push=1 to cache, report."""
+    from orchestrator.bot import cmd_nightly
+    return task(cmd_nightly, task_nightly.__doc__)
