@@ -406,3 +406,46 @@ def test_substitute_warns_and_falls_back(team: Team, monkeypatch: pytest.MonkeyP
     got = run([down, team.nginx.url("cache") + "bad-unsigned/", team.nginx.url("cache") + AREA + "/"])
     assert got is not None and got.name == plan.name
     assert "substituted" in capsys.readouterr().err
+
+
+class _Stalling(_Truncating):
+    """Sends half of a blob, then stalls until the test is over (the client gets killed)."""
+    started: threading.Event
+    release: threading.Event
+
+    def do_GET(self) -> None:  # noqa: N802
+        path = self.root / self.path.lstrip("/")
+        if "/cas/" not in self.path or not path.is_file():
+            return super().do_GET()
+        data = path.read_bytes()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data[: len(data) // 2])
+        self.wfile.flush()
+        self.started.set()
+        self.release.wait(60)
+
+
+def test_killed_pull_leaves_store_as_it_was(team: Team) -> None:
+    if not (team.area / "ac").is_dir():
+        test_push_then_teammate_pulls_and_switches(team)
+    started, release = threading.Event(), threading.Event()
+    handler = type("S", (_Stalling,), {"root": team.area, "started": started, "release": release})
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    store = team.root / "store-killed"
+    try:
+        config = team.write_config(team.root / "stall.toml", [f"http://127.0.0.1:{srv.server_address[1]}/"])
+        p = _spawn(team, "pull", f"store={store}", env=team.env(ORCH_CACHE_CONFIG=str(config)))
+        assert started.wait(60), "the pull never asked for a blob"
+        p.kill()
+        p.communicate(timeout=30)
+    finally:
+        release.set()
+        srv.shutdown()
+        srv.server_close()
+    assert artifacts(store) == []
+    assert leftovers(store)  # the dead pull's staging dir, cleaned by the next run
+    team.doit("pull", f"store={store}")
+    assert [a[:40] for a in artifacts(store)] == [team.built_id] and leftovers(store) == []
