@@ -309,3 +309,18 @@ def test_torch_closure_verifies(torch_dir):
     assert report.files["lib/libc10.so"].cxx11_abi == "1"
     assert report.files["_C.cpython-311-x86_64-linux-gnu.so"].needed == ["libtorch_python.so", "libc.so.6"]
     assert report.max_versions["GLIBC"].startswith("2.")
+
+
+@pytest.mark.parametrize("lib", ["/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"])
+def test_gnu_hash_lookup_agrees_with_the_full_symbol_table(lib):
+    """ld.so's way (bloom filter + buckets + chains + versym) finds exactly the decoded table."""
+    fast = read_elf(Path(lib))
+    assert fast.index is not None and fast._defined is None
+    full = read_elf(Path(lib), full=True).defined
+    assert len(full) > 1000
+    for name, versions in full.items():
+        assert set(fast.index.versions(name)) == set(versions), name
+    for missing in (b"no_such_symbol", b"memcpy_x", b"_ZN3c106detail14torchCheckFail"):
+        assert fast.index.versions(missing) is None
+    assert fast.defines(b"memcpy", "GLIBC_2.14") if "libc.so" in lib else fast.defines(b"_ZdlPv", "GLIBCXX_3.4")
+    fast.close()

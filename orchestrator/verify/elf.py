@@ -16,6 +16,8 @@ from pathlib import Path
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
+from orchestrator.verify.gnuhash import GnuHashIndex
+
 ELF_MAGIC = b"\x7fELF"
 SHN_UNDEF = 0
 STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE = 1, 2, 10
@@ -71,8 +73,10 @@ class ElfInfo:
     rpath: list[str] = field(default_factory=list)
     runpath: list[str] = field(default_factory=list)
     interp: str | None = None
-    # name -> versions it is defined with; None stands for "unversioned/base".
-    defined: dict[bytes, tuple[str | None, ...]] = field(default_factory=dict)
+    # name -> versions it is defined with (None = unversioned); loaded on first use of
+    # `defined` when a .gnu.hash index answers `defines()` without it.
+    _defined: dict[bytes, tuple[str | None, ...]] | None = None
+    index: GnuHashIndex | None = None
     undefined: list[Undefined] = field(default_factory=list)
     has_verdef: bool = False
     verdefs: set[str] = field(default_factory=set)  # version names this object defines
@@ -81,9 +85,28 @@ class ElfInfo:
     sections: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # off, size, flags
     platform: tuple[int, int, int] | None = None  # what ld.so compares: class, order, machine
 
+    @property
+    def defined(self) -> dict[bytes, tuple[str | None, ...]]:
+        """Every exported definition: name -> versions (decodes the whole .dynsym once)."""
+        if self._defined is None:
+            self._defined = read_elf(self.path, full=True)._defined or {}
+        return self._defined
+
+    @defined.setter
+    def defined(self, value: dict[bytes, tuple[str | None, ...]]) -> None:
+        self._defined = value
+
+    def close(self) -> None:
+        """Unmap the file if a lookup mapped it."""
+        if self.index is not None:
+            self.index.close()
+
     def defines(self, name: bytes, version: str | None) -> bool:
         """True when this object satisfies a reference to name (at version, if given)."""
-        versions = self.defined.get(name)
+        if self._defined is None and self.index is not None:
+            versions = self.index.versions(name)
+        else:
+            versions = self.defined.get(name)
         if versions is None:
             return False
         if version is None or not self.has_verdef:
@@ -108,10 +131,14 @@ def _cstr(buf: mmap.mmap | bytes, off: int) -> bytes:
 
 DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH = 1, 14, 15, 29
 SHT_DYNAMIC, SHT_DYNSYM, SHT_GNU_VERDEF, SHT_GNU_VERNEED, SHT_GNU_VERSYM = 6, 11, 0x6FFFFFFD, 0x6FFFFFFE, 0x6FFFFFFF
+SHT_GNU_HASH = 0x6FFFFFF6
 
 
-def read_elf(path: Path, *, symbols: bool = True) -> ElfInfo:
+def read_elf(path: Path, *, symbols: bool = True, full: bool = False) -> ElfInfo:
     """Parse one ELF file's dynamic facts (and its dynamic symbols when `symbols`).
+
+    With a .gnu.hash section (and not `full`), only the undefined symbols are decoded (they
+    precede the hashed ones in .dynsym); definitions are then looked up through the hash.
 
     pyelftools reads the ELF header, PT_INTERP and the version sections; the section header
     table, .dynamic and the symbol arrays are unpacked with `struct` from an mmap, because
@@ -145,7 +172,7 @@ def read_elf(path: Path, *, symbols: bool = True) -> ElfInfo:
             if SHT_DYNAMIC in by_type:
                 _read_dynamic(mm, shdrs, by_type[SHT_DYNAMIC], le, is64, info)
             if symbols and SHT_DYNSYM in by_type:
-                _read_symbols(elf, mm, shdrs, by_type, le, is64, info)
+                _read_symbols(elf, mm, shdrs, by_type, le, is64, info, full)
     return info
 
 
@@ -196,7 +223,7 @@ def _read_dynamic(mm: mmap.mmap, shdrs: list[tuple[int, ...]], idx: int, le: str
 
 
 def _read_symbols(elf: ELFFile, mm: mmap.mmap, shdrs: list[tuple[int, ...]], by_type: dict[int, int],
-                  le: str, is64: bool, info: ElfInfo) -> None:
+                  le: str, is64: bool, info: ElfInfo, full: bool) -> None:
     _n, _t, so, ss, _f, link = shdrs[by_type[SHT_DYNSYM]]
     if ss == 0:
         return
@@ -218,8 +245,16 @@ def _read_symbols(elf: ELFFile, mm: mmap.mmap, shdrs: list[tuple[int, ...]], by_
     _sn, _st, str_off, str_size, _sf, _sl = shdrs[link]
     entsize = 24 if is64 else 16
     count = ss // entsize
-    if SHT_GNU_VERSYM in by_type:
-        vers = struct.unpack_from(f"{le}{count}H", mm, shdrs[by_type[SHT_GNU_VERSYM]][2])
+    versym_off = shdrs[by_type[SHT_GNU_VERSYM]][2] if SHT_GNU_VERSYM in by_type else None
+    if not full and SHT_GNU_HASH in by_type and shdrs[by_type[SHT_GNU_HASH]][5] == by_type[SHT_DYNSYM]:
+        hash_off = shdrs[by_type[SHT_GNU_HASH]][2]
+        header = struct.unpack_from(le + "IIII", mm, hash_off)
+        info.index = GnuHashIndex(info.path, is64=is64, le=le, hash_off=hash_off, dynsym_off=so,
+                                  dynstr_off=str_off, versym_off=versym_off,
+                                  verdef_names=verdef_names, header=header)
+        count = min(count, header[1])  # undefined symbols all precede symoffset
+    if versym_off is not None:
+        vers = struct.unpack_from(f"{le}{count}H", mm, versym_off)
     else:
         vers = (1,) * count
     # Column views of the symbol array (no per-symbol struct parsing): 32-bit words.
@@ -239,11 +274,12 @@ def _read_symbols(elf: ELFFile, mm: mmap.mmap, shdrs: list[tuple[int, ...]], by_
         else:
             names = [r[0] for r in rows]
             meta = [r[3] | r[4] << 8 | r[5] << 16 for r in rows]
-    # Every string of .dynstr by offset, split once in C; suffix-shared names fall back to find().
-    strtab = mm[str_off:str_off + str_size]
+    # Every string of .dynstr by offset, split once in C (only when all names are decoded);
+    # suffix-shared names fall back to find().
+    strtab = mm[str_off:str_off + str_size] if info.index is None else b""
     by_off: dict[int, bytes] = {}
     pos = 0
-    for piece in strtab.split(b"\0"):
+    for piece in strtab.split(b"\0") if strtab else ():
         by_off[pos] = piece
         pos += len(piece) + 1
     # One pass over the columns sorts symbols into undefined / unversioned / versioned.
@@ -268,16 +304,21 @@ def _read_symbols(elf: ELFFile, mm: mmap.mmap, shdrs: list[tuple[int, ...]], by_
 
     def name_at(off: int) -> bytes:
         got = get(off)
-        return got if got is not None else strtab[off:strtab.find(b"\0", off)]
+        if got is not None:
+            return got
+        start = str_off + off
+        return mm[start:mm.find(b"\0", start)]
 
-    defined: dict[bytes, tuple[str | None, ...]] = dict.fromkeys(
-        [get(o) or name_at(o) for o in plain], (None,))
-    for i in versioned:
+    defined: dict[bytes, tuple[str | None, ...]] | None = None
+    if info.index is None:
+        defined = dict.fromkeys([get(o) or name_at(o) for o in plain], (None,))
+    for i in versioned if defined is not None else ():
         name = name_at(names[i])
         ver = verdef_names.get(vers[i] & 0x7FFF)
         prev = defined.get(name)
         defined[name] = (ver,) if prev is None else prev + (ver,)
-    defined.pop(b"", None)
+    if defined is not None:
+        defined.pop(b"", None)
     undefined: list[Undefined] = []
     for i in und:
         name = name_at(names[i])
@@ -285,7 +326,7 @@ def _read_symbols(elf: ELFFile, mm: mmap.mmap, shdrs: list[tuple[int, ...]], by_
             continue
         need = verneed.get(vers[i] & 0x7FFF)
         undefined.append(Undefined(name, need[0] if need else None, need[1] if need else None))
-    info.defined = defined
+    info._defined = defined
     info.undefined = undefined
 
 

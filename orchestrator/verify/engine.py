@@ -58,17 +58,20 @@ def verify_tree(cfg: VerifyConfig) -> VerifyReport:
         closures[rel] = resolver.closure(obj.path, preload)
     facts = {rel: FileFacts(needed=o.needed, runpath=o.runpath, rpath=o.rpath) for rel, o in objects.items()}
     state = State(cfg, resolver, objects, closures, extensions, facts)
-    checks: dict[str, str] = {}
-    timings = {"read_and_resolve_s": round(time.perf_counter() - t0, 4)}
-    for name, check in ALL_CHECKS.items():
-        if name in cfg.rules.skip:
-            checks[name] = "skipped"
-            continue
-        t1 = time.perf_counter()
-        found = check(state)
-        timings[f"{name}_s"] = round(time.perf_counter() - t1, 4)
-        findings += found
-        checks[name] = "fail" if any(f.severity == "fail" for f in found) else "pass"
+    try:
+        checks: dict[str, str] = {}
+        timings = {"read_and_resolve_s": round(time.perf_counter() - t0, 4)}
+        for name, check in ALL_CHECKS.items():
+            if name in cfg.rules.skip:
+                checks[name] = "skipped"
+                continue
+            t1 = time.perf_counter()
+            found = check(state)
+            timings[f"{name}_s"] = round(time.perf_counter() - t1, 4)
+            findings += found
+            checks[name] = "fail" if any(f.severity == "fail" for f in found) else "pass"
+    finally:
+        resolver.close()
     overall: dict[str, str] = {}
     for f in facts.values():
         for fam, v in f.max_versions.items():

@@ -119,6 +119,11 @@ class Resolver:
             self._elves[real] = info
         return info
 
+    def close(self) -> None:
+        """Unmap every file a symbol lookup mapped."""
+        for info in self._elves.values():
+            info.close()
+
     def _platform(self, candidate: str) -> tuple[int, int, int] | None:
         if candidate not in self._platforms:
             self._platforms[candidate] = header_platform(Path(candidate)) if os.path.isfile(candidate) else None

@@ -10,6 +10,7 @@ from pathlib import Path
 from orchestrator.verify.config import BASE_SYSTEM_LIBS, VerifyConfig
 from orchestrator.verify.demangle import demangle
 from orchestrator.verify.elf import ElfInfo, Undefined, debug_facts, fatbin_images
+from orchestrator.verify.gnuhash import gnu_hash
 from orchestrator.verify.report import FileFacts, Finding
 from orchestrator.verify.resolve import Closure, Resolver, realpath, within
 
@@ -28,6 +29,14 @@ class State:
     extensions: set[str]
     facts: dict[str, FileFacts]
     unresolved: dict[str, list[Undefined]] = field(default_factory=dict)
+    _blooms: dict[int, tuple | None] = field(default_factory=dict)
+
+    def bloom(self, obj: ElfInfo) -> tuple | None:
+        """obj's .gnu.hash bloom filter (None: no index, ask `defines` directly)."""
+        key = id(obj)
+        if key not in self._blooms:
+            self._blooms[key] = obj.index.bloom() if obj.index is not None and obj._defined is None else None
+        return self._blooms[key]
 
     def rel(self, path: Path) -> str:
         """A path as the report shows it: relative to the artifact when inside it."""
@@ -93,11 +102,29 @@ def check_symbols(st: State) -> list[Finding]:
     for rel, obj in st.objects.items():
         closure = st.closures[rel]
         others = [o for o in closure.objects if o is not obj]
-        missing = [u for u in obj.undefined if not any(o.defines(u.name, u.version) for o in others)]
-        st.unresolved[rel] = missing
-        by_soname = {}
+        by_soname: dict[str, ElfInfo] = {}
         for o in closure.objects:
             by_soname.setdefault(o.soname or o.path.name, o)
+        missing = []
+        # Each provider's .gnu.hash bloom filter rejects most names with one word test.
+        blooms = [st.bloom(o) for o in others]
+        for u in obj.undefined:
+            # A versioned reference names its library: ask that one first (usually the answer).
+            first = by_soname.get(u.version_file) if u.version_file else None
+            if first is not None and first is not obj and first.defines(u.name, u.version):
+                continue
+            h = gnu_hash(u.name)
+            for o, bl in zip(others, blooms):
+                if bl is not None:
+                    words, size, shift, bits = bl
+                    if not size or not ((words[(h // bits) % size] >> (h % bits))
+                                        & (words[(h // bits) % size] >> ((h >> shift) % bits)) & 1):
+                        continue
+                if o is not first and o.defines(u.name, u.version):
+                    break
+            else:
+                missing.append(u)
+        st.unresolved[rel] = missing
         for file, versions in sorted(obj.version_needs.items()):
             lib = by_soname.get(file)
             if lib is None:
@@ -265,7 +292,7 @@ def is_extension(rel: str, obj: ElfInfo, cfg: VerifyConfig) -> bool:
     if ".cpython-" in name or name.endswith(".abi3.so"):
         return True
     in_python = any(within(realpath(str(obj.path)), realpath(str(d))) for d in cfg.python_dirs)
-    return in_python and any(n.startswith(b"PyInit_") for n in obj.defined)
+    return in_python and obj.defines(b"PyInit_" + name.split(".")[0].encode(), None)
 
 
 def check_python(st: State) -> list[Finding]:

@@ -1,0 +1,122 @@
+"""Symbol lookup through a library's .gnu.hash table, the way ld.so finds a definition.
+
+A provider library then costs a few page reads per looked-up name instead of decoding its whole
+.dynsym (75k names for libtorch_cpu.so). The file stays mapped until `close()`.
+"""
+from __future__ import annotations
+
+import functools
+import mmap
+import struct
+from pathlib import Path
+
+STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE = 1, 2, 10
+STT_SECTION, STT_FILE = 3, 4
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def gnu_hash(name: bytes) -> int:
+    """The DJB hash .gnu.hash uses (h = h * 33 + c, 32 bits)."""
+    h = 5381
+    for c in name:
+        h = (h * 33 + c) & 0xFFFFFFFF
+    return h
+
+
+class GnuHashIndex:
+    """Exported definitions of one library, looked up by name via its .gnu.hash section."""
+
+    def __init__(self, path: Path, *, is64: bool, le: str, hash_off: int, dynsym_off: int,
+                 dynstr_off: int, versym_off: int | None, verdef_names: dict[int, str],
+                 header: tuple[int, int, int, int]) -> None:
+        self.path = path
+        self.is64, self.le = is64, le
+        self.nbuckets, self.symoffset, self.bloom_size, self.bloom_shift = header
+        word = 8 if is64 else 4
+        self.bloom_off = hash_off + 16
+        self.buckets_off = self.bloom_off + self.bloom_size * word
+        self.chain_off = self.buckets_off + self.nbuckets * 4
+        self.dynsym_off, self.dynstr_off, self.versym_off = dynsym_off, dynstr_off, versym_off
+        self.verdef_names = verdef_names
+        self._bloom_fmt = le + ("Q" if is64 else "I")
+        self._bits = 64 if is64 else 32
+        self._sym_fmt, self._ent = (le + "IBBH", 24) if is64 else (le + "IIIBBH", 16)
+        self._mm: mmap.mmap | None = None
+        self._f = None
+        self._memo: dict[bytes, tuple[str | None, ...] | None] = {}
+
+    def _map(self) -> mmap.mmap:
+        if self._mm is None:
+            self._f = open(self.path, "rb")
+            self._mm = mmap.mmap(self._f.fileno(), 0, access=mmap.ACCESS_READ)
+        return self._mm
+
+    def close(self) -> None:
+        if self._mm is not None:
+            self._mm.close()
+            self._f.close()  # type: ignore[union-attr]
+            self._mm = self._f = None
+
+    def bloom(self) -> tuple[tuple[int, ...], int, int, int]:
+        """(bloom words, word count, shift2, bits per word) for callers that pre-filter names."""
+        if self.bloom_size == 0:
+            return ((), 0, 0, self._bits)
+        words = struct.unpack_from(f"{self.le}{self.bloom_size}{self._bloom_fmt[-1]}", self._map(),
+                                   self.bloom_off)
+        return (words, self.bloom_size, self.bloom_shift, self._bits)
+
+    def versions(self, name: bytes) -> tuple[str | None, ...] | None:
+        """The versions `name` is exported with (None = unversioned); None when not exported."""
+        try:
+            return self._memo[name]
+        except KeyError:
+            found = self._memo[name] = self._lookup(name)
+            return found
+
+    def _lookup(self, name: bytes) -> tuple[str | None, ...] | None:
+        if self.nbuckets == 0:
+            return None
+        mm = self._map()
+        h = gnu_hash(name)
+        bits = self._bits
+        word = struct.unpack_from(self._bloom_fmt, mm,
+                                  self.bloom_off + ((h // bits) % self.bloom_size) * (bits // 8))[0]
+        mask = (1 << (h % bits)) | (1 << ((h >> self.bloom_shift) % bits))
+        if word & mask != mask:
+            return None
+        idx = struct.unpack_from(self.le + "I", mm, self.buckets_off + (h % self.nbuckets) * 4)[0]
+        if idx < self.symoffset:
+            return None
+        found: list[str | None] = []
+        n = len(name)
+        while True:
+            h2 = struct.unpack_from(self.le + "I", mm, self.chain_off + (idx - self.symoffset) * 4)[0]
+            if (h | 1) == (h2 | 1):
+                v = self._definition(mm, idx, name, n)
+                if v is not False:
+                    found.append(v)  # type: ignore[arg-type]
+            if h2 & 1:
+                break
+            idx += 1
+        return tuple(found) if found else None
+
+    def _definition(self, mm: mmap.mmap, idx: int, name: bytes, n: int) -> str | None | bool:
+        """The version of symbol `idx` if it is an exported definition of `name`, else False."""
+        sym = struct.unpack_from(self._sym_fmt, mm, self.dynsym_off + idx * self._ent)
+        if self.is64:
+            st_name, st_info, st_other, shndx = sym
+        else:
+            st_name, st_info, st_other, shndx = sym[0], sym[3], sym[4], sym[5]
+        start = self.dynstr_off + st_name
+        if mm[start:start + n] != name or mm[start + n] != 0:
+            return False
+        bind, typ = st_info >> 4, st_info & 0xF
+        if shndx == 0 or bind not in (STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE) \
+                or typ in (STT_SECTION, STT_FILE) or (st_other & 3) in (1, 2):
+            return False
+        ndx = 1
+        if self.versym_off is not None:
+            ndx = struct.unpack_from(self.le + "H", mm, self.versym_off + idx * 2)[0]
+        if ndx == 0:
+            return False
+        return self.verdef_names.get(ndx & 0x7FFF) if (ndx & 0x7FFF) > 1 else None
