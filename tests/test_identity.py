@@ -50,8 +50,8 @@ def test_source_change_changes_id(base):
 
 def test_variant_option_changes_id(base):
     project, store, first = base
-    edit(project / "recipes/demo.toml", 'build_type = "RelWithDebInfo"',
-         'build_type = "RelWithDebInfo"\ncflags = ["-fno-inline"]')
+    edit(project / "recipes/demo.toml", 'cflags = ["-gdwarf-4", ',
+         'cflags = ["-fno-inline", "-gdwarf-4", ')
     assert artifact_id(project, store) != first
 
 
@@ -89,13 +89,17 @@ def test_reformatted_recipe_keeps_id(base):
 description   =   "PyTorch-shaped demo: core lib, ops lib, CPython extension, Python package"
 
 [variants.debug]
-cflags = [ "-fno-omit-frame-pointer" ]   # keep frames
+cflags = [ "-fno-omit-frame-pointer", "-gdwarf-4" ]   # keep frames
 build_type = "Debug"
 
 [variants.release]
 build_type = "Release"
 
 [variants.relwithdebinfo]
+cflags = [
+  "-gdwarf-4",
+  "-fno-reorder-blocks-and-partition",
+]
 build_type = "RelWithDebInfo"
 
 [build]
