@@ -79,7 +79,9 @@ class IdeSpec:
             rel = self.source_dir.relative_to(self.workspace)
         except ValueError:
             return str(self.source_dir)
-        return str(self.source_dir) if absolute else f"{WS}/{rel.as_posix()}".rstrip("/.")
+        if absolute:
+            return str(self.source_dir)
+        return WS if rel == Path(".") else f"{WS}/{rel.as_posix()}"
 
     def python(self, absolute: bool) -> str:
         rel = self.toolchain_python.relative_to(self.toolchain_root).as_posix()
@@ -108,7 +110,9 @@ class IdeSpec:
 
 
 # -- JSON with comments (VS Code's settings/launch files) ------------------------------------
-_JSONC_TOKEN = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/|,(?=\s*[\]}])', re.S)
+_JSON_STRING = r'"(?:\\.|[^"\\])*"'
+_JSONC_COMMENT = re.compile(_JSON_STRING + r'|//[^\n]*|/\*.*?\*/', re.S)
+_JSONC_TRAILING_COMMA = re.compile(_JSON_STRING + r'|,(?=\s*[\]}])')
 
 
 def loads_jsonc(text: str, path: Path) -> Any:
@@ -116,8 +120,9 @@ def loads_jsonc(text: str, path: Path) -> Any:
     def keep(m: re.Match[str]) -> str:
         tok = m.group(0)
         return tok if tok.startswith('"') else ""
+    plain = _JSONC_TRAILING_COMMA.sub(keep, _JSONC_COMMENT.sub(keep, text))
     try:
-        return json.loads(_JSONC_TOKEN.sub(keep, text)) if text.strip() else {}
+        return json.loads(plain) if plain.strip() else {}
     except json.JSONDecodeError as e:
         raise UserError(f"{path}: not valid JSON ({e.msg} at line {e.lineno}); fix or remove the "
                         "file, then run `doit vscode` again") from None

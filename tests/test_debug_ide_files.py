@@ -140,3 +140,10 @@ def test_cmake_presets_configure_the_demo_with_the_toolchain(ws: tuple[Path, Pat
     # The presets file in the source tree does not change the artifact's identity.
     again = run_doit(root, "build", "variant=relwithdebinfo", "substitute=0", f"store={store}")
     assert again.returncode == 0 and "up to date" in again.output, again.output
+
+
+def test_jsonc_comments_and_trailing_commas_outside_strings_only() -> None:
+    text = ('// head\n{"url": "http://x//y /* kept */", "list": [1, 2, /* c */ ], '
+            '/* x */ "obj": {"q": "a\\"b,}",},}')
+    assert loads_jsonc(text, Path("x.json")) == {
+        "url": "http://x//y /* kept */", "list": [1, 2], "obj": {"q": 'a"b,}'}}
