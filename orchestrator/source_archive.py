@@ -25,7 +25,7 @@ from orchestrator.hashing import StatCache, digest_of, sha256_bytes, sha256_file
 from orchestrator.model.recipe import Recipe
 from orchestrator.model.source_archive import Archive, ArchiveSource
 from orchestrator.settings import Settings
-from orchestrator.source import IGNORED_DIRS, PREPARERS, PreparedSource, stat_cache
+from orchestrator.source import IGNORED_DIRS, IGNORED_FILES, PREPARERS, PreparedSource, stat_cache
 from orchestrator.store import Store, remove_tree
 from orchestrator.workspace_links import is_workspace_link
 
@@ -203,6 +203,12 @@ def is_git_checkout(path: Path) -> bool:
     return res.returncode == 0 and Path(res.stdout.strip()).resolve() == path.resolve()
 
 
+def is_workspace_plumbing(rel: str) -> bool:
+    """.orch/, .vscode/, compile_commands.json, ...: what switch/vscode write, never source."""
+    parts = rel.split("/")
+    return parts[0] in IGNORED_DIRS or (len(parts) == 1 and parts[0] in IGNORED_FILES)
+
+
 def checkout_identity(path: Path, cache: StatCache) -> dict[str, Any]:
     """HEAD + diff hash + untracked files (stat-cached) + dirty submodules, recursively."""
     rev = _git(path, "rev-parse", "HEAD").decode().strip()
@@ -222,7 +228,7 @@ def checkout_identity(path: Path, cache: StatCache) -> dict[str, Any]:
         if text.startswith("? "):
             rel = text[2:]
             f = path / rel
-            if is_workspace_link(f):  # torch/lib/*.so etc. made by `doit switch`
+            if is_workspace_plumbing(rel) or is_workspace_link(f):
                 continue
             if f.is_symlink():
                 untracked.append([rel, "l", os.readlink(f)])

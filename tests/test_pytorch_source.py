@@ -156,6 +156,15 @@ def test_checkout_identity_follows_diff_and_untracked_files_only(checkout, tmp_p
     os.symlink("../../.orch/profile/prefix/lib/libc10.so", checkout / "torch/lib/libc10.so")
     os.symlink("../.orch/profile/prefix/python/torch/_C.so", checkout / "torch/_C.so")
     assert checkout_identity(checkout, cache) == base
+    # Nor does what `doit switch` / `doit vscode` write into the workspace.
+    (checkout / ".orch").mkdir()
+    (checkout / ".orch" / "env.sh").write_text("export X=1\n")
+    os.symlink("profile-1-link", checkout / ".orch" / "profile")
+    (checkout / ".vscode").mkdir()
+    (checkout / ".vscode" / "launch.json").write_text("{}\n")
+    os.symlink(".orch/profile/meta/compile_commands.json", checkout / "compile_commands.json")
+    (checkout / ".lldbinit").write_text("settings set target.source-map /orch/src/pytorch .\n")
+    assert checkout_identity(checkout, cache) == base
     # A tracked edit changes the diff hash; an untracked file changes the untracked hash.
     (checkout / "c10/util/Exception.cpp").write_text("int f() { return 2; }\n")
     edited = checkout_identity(checkout, cache)

@@ -11,6 +11,7 @@ torch/csrc/stub.c against libtorch_python as setup.py does.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import tomllib
@@ -290,6 +291,16 @@ def cache_value(cache: Path, key: str) -> str | None:
     return None
 
 
+def cxx11_abi(ctx: BuildContext, defines: dict[str, str], env: dict[str, str]) -> str:
+    """What torch._C._GLIBCXX_USE_CXX11_ABI will say: the define if given, else the compiler's."""
+    if "GLIBCXX_USE_CXX11_ABI" in defines:
+        return defines["GLIBCXX_USE_CXX11_ABI"]
+    res = subprocess.run([str(ctx.toolchain.cxx), "-x", "c++", "-E", "-dM", "-"],
+                         input="#include <string>\n", capture_output=True, text=True, env=env)
+    m = re.search(r"^#define _GLIBCXX_USE_CXX11_ABI (\d)", res.stdout, re.M)
+    return m[1] if m else "unknown"
+
+
 def link_compile_commands_into_meta(ctx: BuildContext) -> None:
     """setup.py merges build/*compile_commands.json into one file; we keep the merged one."""
     files = sorted(ctx.build_dir.glob("*compile_commands.json"))
@@ -345,7 +356,7 @@ class PyTorchBuilder:
             "driver": driver,
             "configured_now": configured,
             "build_type": cache_value(cache, "CMAKE_BUILD_TYPE"),
-            "glibcxx_use_cxx11_abi": cache_value(cache, "GLIBCXX_USE_CXX11_ABI"),
+            "glibcxx_use_cxx11_abi": cxx11_abi(ctx, defines, env),
             "torch_version": defines["TORCH_BUILD_VERSION"],
             "targets": targets,
             "defines": defines,

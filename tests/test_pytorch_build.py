@@ -1,0 +1,210 @@
+"""The PyTorch recipe on the real 1.13.1 source (Debian's tarball + fmt overlay + foxi patch),
+c10 only, with real cmake/ninja/gcc: variants in separate incremental build trees, debug info
+by variant, a developer checkout switched between variants, one-file incremental rebuilds.
+
+Needs .ci/pytorch-prereqs.sh (build-deps + tarballs); skips only when the tarballs cannot
+be had. About 5 minutes on 2 cores.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from elftools.elf.elffile import ELFFile
+
+from conftest import REPO, copy_project, run_doit
+from orchestrator.errors import UserError
+from orchestrator.model.recipe import load_recipe
+from orchestrator.source_archive import obtain_archive
+from orchestrator.store import Store
+
+pytestmark = pytest.mark.pytorch
+C10 = ("recipe=pytorch", "targets=c10", "substitute=0")
+LEAK_ENV = {"CFLAGS": "-DORCH_LEAKED_FROM_SHELL", "CXXFLAGS": "-DORCH_LEAKED_FROM_SHELL",
+            "PYTORCH_BUILD_VERSION": "9.9.9", "PYTORCH_BUILD_NUMBER": "1", "USE_CUDA": "1",
+            "CMAKE_BUILD_TYPE": "Debug"}
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """One project copy and store for the module (the unpacked tree and toolchain are shared)."""
+    root = tmp_path_factory.mktemp("pytorch")
+    store = Store(root / "store").ensure()
+    recipe = load_recipe(REPO / "recipes", "pytorch")
+    try:
+        for archive in (recipe.source, *recipe.source.overlays):
+            obtain_archive(archive, store)
+    except UserError as e:
+        pytest.skip(f"PyTorch 1.13.1 source tarballs unavailable ({e}); run .ci/pytorch-prereqs.sh")
+    project = copy_project(root / "project")
+    return {"root": root, "store": store.root, "project": project}
+
+
+def doit(world, *args: str, env: dict[str, str] | None = None):
+    return run_doit(world["project"], *args, f"store={world['store']}", env=env, timeout=900)
+
+
+def build(world, *args: str, env: dict[str, str] | None = None) -> dict:
+    res = doit(world, "build", "format=json", *C10, *args, env=env)
+    assert res.returncode == 0, res.output[-4000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def debug_sections(lib: Path) -> set[str]:
+    with open(lib, "rb") as f:
+        return {s.name for s in ELFFile(f).iter_sections() if s.name.startswith(".debug")}
+
+
+def cache_entry(cmake_cache: Path, key: str) -> str:
+    m = re.search(rf"^{key}:[A-Z]+=(.*)$", cmake_cache.read_text(), re.M)
+    assert m, key
+    return m[1]
+
+
+def ninja_steps(build_log: Path) -> list[str]:
+    return [ln for ln in build_log.read_text().splitlines() if re.match(r"^\[\d+/\d+\] ", ln)]
+
+
+def test_pinned_source_c10_per_variant(world):
+    rel = build(world, "variant=relwithdebinfo", env=LEAK_ENV)
+    art = Path(rel["path"])
+    meta = art / "meta"
+    lib = art / "prefix/lib/libc10.so"
+    # Build type, debug info, and the leaking shell environment kept out.
+    assert cache_entry(meta / "CMakeCache.txt", "CMAKE_BUILD_TYPE") == "RelWithDebInfo"
+    assert cache_entry(meta / "CMakeCache.txt", "TORCH_BUILD_VERSION") == "1.13.1"
+    assert cache_entry(meta / "CMakeCache.txt", "USE_CUDA") in ("0", "OFF")
+    assert {".debug_info", ".debug_line"} <= debug_sections(lib)
+    commands = json.loads((meta / "compile_commands.json").read_text())
+    assert any(c["file"].endswith("c10/util/Exception.cpp") for c in commands)
+    blob = (meta / "compile_commands.json").read_text() + (meta / "CMakeCache.txt").read_text()
+    assert "ORCH_LEAKED_FROM_SHELL" not in blob and "9.9.9" not in blob
+    # Debug paths name logical roots; the mapping is in the manifest.
+    manifest = json.loads((art / "manifest.json").read_text())
+    assert manifest["prefix_map"] == {"/orch/src/pytorch": "source",
+                                      "/orch/build/pytorch-relwithdebinfo": "build"}
+    data = lib.read_bytes()
+    assert b"/orch/src/pytorch/c10/" in data and str(world["store"]).encode() not in data
+    info = json.loads((meta / "pytorch.json").read_text())
+    assert info["driver"] == "setuptools" and info["glibcxx_use_cxx11_abi"] == "1"
+    assert info["defines"]["USE_SYSTEM_LIBS"] == "ON" and info["defines"]["BUILD_TEST"] == "False"
+    assert (meta / "generated/build/c10/macros/cmake_macros.h").is_file()
+    assert (art / "prefix/include/c10/core/TensorImpl.h").is_file()
+    assert "$ORIGIN" in subprocess.run(["readelf", "-d", str(lib)], capture_output=True,
+                                       text=True).stdout
+    # The pinned source's identity: tarball, overlay and the ordered patches.
+    src = manifest["derivation"]["source"]
+    assert src["kind"] == "archive" and src["overlays"][0]["path"] == "third_party/fmt"
+    assert [p["name"] for p in src["patches"]] == ["0001-drop-foxi.patch"]
+    verify = json.loads((meta / "verify.json").read_text())
+    assert verify["ok"], verify
+
+    release = build(world, "variant=release")
+    rart = Path(release["path"])
+    assert cache_entry(rart / "meta/CMakeCache.txt", "CMAKE_BUILD_TYPE") == "Release"
+    assert not debug_sections(rart / "prefix/lib/libc10.so")
+    assert release["id"] != rel["id"]
+    trees = sorted(p.name for p in (world["store"] / "build").iterdir())
+    assert [t.rsplit("-", 1)[0] for t in trees] == ["pytorch-release", "pytorch-relwithdebinfo"]
+    caches = {t: cache_entry(world["store"] / "build" / t / "CMakeCache.txt", "CMAKE_BUILD_TYPE")
+              for t in trees}
+    assert {t.rsplit("-", 1)[0]: v for t, v in caches.items()} == {
+        "pytorch-release": "Release", "pytorch-relwithdebinfo": "RelWithDebInfo"}
+    # The unpacked tree: fmt overlaid, foxi patched out, and made only once.
+    [tree] = list((world["store"] / "sources").iterdir())
+    assert (tree / "third_party/fmt/include/fmt/core.h").is_file()
+    assert "third_party/foxi EXCLUDE_FROM_ALL" not in (tree / "cmake/Dependencies.cmake").read_text()
+    # Same inputs again: the store answers, nothing is configured or compiled.
+    again = build(world, "variant=relwithdebinfo")
+    assert again["origin"] == "present" and again["id"] == rel["id"]
+
+
+def make_checkout(world) -> Path:
+    """A developer's git checkout of the same tree (what `source=PATH` is for)."""
+    [tree] = list((world["store"] / "sources").iterdir())
+    co = world["root"] / "src" / "pytorch"
+    shutil.copytree(tree, co, symlinks=True)
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "1.13.1"]):
+        subprocess.run(["git", "-C", str(co), *args], check=True, capture_output=True, env=env)
+    return co
+
+
+def test_checkout_switch_rollback_and_one_file_rebuild(world):
+    if not (world["store"] / "sources").is_dir():
+        build(world, "variant=release")
+    co = make_checkout(world)
+    ws = f"workspace={co}"
+    rel = build(world, "variant=relwithdebinfo", f"source={co}")
+    assert json.loads((Path(rel["path"]) / "manifest.json").read_text())[
+        "derivation"]["source"]["kind"] == "git-checkout"
+
+    res = doit(world, "switch", "variant=relwithdebinfo", *C10, f"source={co}", ws)
+    assert res.returncode == 0, res.output[-3000:]
+    link = co / "torch/lib/libc10.so"
+    assert link.is_symlink() and ".orch/profile/prefix/lib/libc10.so" in os.readlink(link)
+    assert {".debug_info"} <= debug_sections(link)
+    assert (co / "compile_commands.json").resolve() == \
+        (Path(rel["path"]) / "meta/compile_commands.json").resolve()
+
+    # The workspace links are not part of the checkout's identity: still the same artifact.
+    assert build(world, "variant=relwithdebinfo", f"source={co}")["origin"] == "present"
+
+    res = doit(world, "switch", "variant=release", *C10, f"source={co}", ws)
+    assert res.returncode == 0, res.output[-3000:]
+    assert not debug_sections(link)
+    profile = co / ".orch/profile"
+    assert cache_entry(profile / "meta/CMakeCache.txt", "CMAKE_BUILD_TYPE") == "Release"
+
+    res = doit(world, "rollback", ws)
+    assert res.returncode == 0, res.output
+    assert cache_entry(profile / "meta/CMakeCache.txt", "CMAKE_BUILD_TYPE") == "RelWithDebInfo"
+    assert {".debug_info"} <= debug_sections(link)
+
+    # Dirty tree: one c10 .cpp changed → new identity, only that object and the link rerun.
+    cpp = co / "c10/util/Exception.cpp"
+    cpp.write_text(cpp.read_text() + "\nnamespace c10 { int orch_probe() { return 42; } }\n")
+    dirty = build(world, "variant=relwithdebinfo", f"source={co}")
+    assert dirty["origin"] == "built" and dirty["id"] != rel["id"]
+    log = Path(dirty["path"]) / "meta/build.log"
+    steps = ninja_steps(log)
+    assert len(steps) == 2, steps
+    assert "c10/util/Exception.cpp.o" in steps[0] and "Linking CXX shared library lib/libc10.so" in steps[1]
+    commands = [ln for ln in log.read_text().splitlines() if ln.startswith("$ ")]
+    assert not any(" -S " in c for c in commands), "an unchanged configuration must not re-run cmake"
+    syms = subprocess.run(["nm", "-D", "-C", str(Path(dirty["path"]) / "prefix/lib/libc10.so")],
+                          capture_output=True, text=True).stdout
+    assert "c10::orch_probe()" in syms
+
+
+def test_cuda_on_without_arch_list_stops_before_building(world, tmp_path):
+    recipe = world["project"] / "recipes" / "pytorch.toml"
+    original = recipe.read_text()
+    try:
+        recipe.write_text(original.replace('[variants.release]\nbuild_type = "Release"',
+                                           '[variants.release]\nbuild_type = "Release"\n'
+                                           'env = { USE_CUDA = "1" }'))
+        res = doit(world, "build", "variant=release", *C10)
+    finally:
+        recipe.write_text(original)
+    assert res.returncode == 2, res.output
+    assert "TORCH_CUDA_ARCH_LIST" in res.output and "Traceback" not in res.output
+
+
+def test_drifted_system_package_is_an_error_naming_it(world):
+    lock_file = world["project"] / "locks" / "pytorch.lock.json"
+    original = lock_file.read_text()
+    try:
+        data = json.loads(original)
+        data["entries"]["syspkg:libcpuinfo-dev"]["version"] = "0.0-not-installed"
+        lock_file.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+        res = doit(world, "build", "variant=release", *C10)
+    finally:
+        lock_file.write_text(original)
+    assert res.returncode != 0 and "libcpuinfo-dev" in res.output and "lock drift" in res.output
