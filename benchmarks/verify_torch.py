@@ -82,12 +82,14 @@ def main() -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     rows: dict[str, list[tuple[float, float]]] = {"verify": [], "nm": [], "ldd": []}
     inner: list[float] = []
+    imports: list[float] = []
     import json
     for _ in range(args.repeat):
         wall, rss, out = measure([sys.executable, "-c", VERIFY_CODE, str(torch_dir), *map(str, roots)], env=env)
         info = json.loads(out.strip().splitlines()[-1])
         rows["verify"].append((wall, rss))
         inner.append(info["verify_s"])
+        imports.append(info["imports_s"])
         rows["nm"].append(measure(["nm", "-D", "--defined-only", *map(str, roots)])[:2])
         rows["ldd"].append(measure(["ldd", "-r", str(ext[0])], env={**os.environ, "LD_LIBRARY_PATH": str(torch_dir / "lib")})[:2])
     med = {k: (statistics.median(w for w, _ in v), max(r for _, r in v)) for k, v in rows.items()}
@@ -102,6 +104,8 @@ def main() -> None:
               f"{med['verify'][0] / nm_s:.2f}", f"{med['verify'][1]:.0f}")
     t.add_row("  of which verify_tree itself", f"{statistics.median(inner):.3f}",
               f"{statistics.median(inner) / nm_s:.2f}", "")
+    t.add_row("  of which importing orchestrator.verify (pydantic, pyelftools)",
+              f"{statistics.median(imports):.3f}", "", "")
     t.add_row("nm -D --defined-only (same files)", f"{nm_s:.3f}", "1.00", f"{med['nm'][1]:.0f}")
     t.add_row(f"ldd -r {ext[0].name}", f"{med['ldd'][0]:.3f}", f"{med['ldd'][0] / nm_s:.2f}", f"{med['ldd'][1]:.0f}")
     console = Console()
