@@ -4,6 +4,7 @@ the value Python passed; debug-env reaches the process; release says why it has 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,23 @@ def test_lldb_vscode_stops_in_add_kernel_at_a_checkout_line(ws: Workspace, tmp_p
     assert str(ws.root / "recipes/demo/ops/registry.cpp") in paths, paths
 
 
+def line_of(source: Path, text: str) -> int:
+    return next(i for i, ln in enumerate(source.read_text().splitlines(), 1) if text in ln)
+
+
+def test_source_breakpoint_on_a_checkout_line_binds(ws: Workspace) -> None:
+    """What a click in the editor's gutter sends: setBreakpoints with the local path."""
+    config = launch_config(ws.root, LLDB_CONFIG, ws.script)
+    source = ws.root / "recipes/demo/ops/add_kernel.cpp"
+    line = line_of(source, "result[i] = self.data()[i]")
+    stop = stop_at_line([config["debugAdapterExecutable"]], config, source, line)
+    top = stop.frames[0]
+    assert stop.reason == "breakpoint" and (top["source"].get("path"), top["line"]) == \
+        (str(source), line), top
+    assert (stop.variables.get("i"), stop.variables.get("n"), stop.variables.get("alpha")) == \
+        ("0", "3", "2.5"), stop.variables
+
+
 def test_debug_env_configuration_sets_the_runtime_toggles(ws: Workspace) -> None:
     config = launch_config(ws.root, "orch: debug-env Python + C++ (lldb-14)", ws.script)
     code, out = run_to_exit(config)
@@ -120,6 +138,13 @@ def test_debugpy_configuration_stops_at_a_python_line(ws: Workspace, tmp_path: P
     assert stop.variables.get("alpha") == "2.5", stop.variables
 
 
+def ptrace_attach_allowed() -> bool:
+    """Yama's ptrace_scope >= 1 lets only root (CAP_SYS_PTRACE) attach to a non-child."""
+    scope = Path("/proc/sys/kernel/yama/ptrace_scope")
+    return os.geteuid() == 0 or not scope.exists() or scope.read_text().strip() == "0"
+
+
+@pytest.mark.skipif(not ptrace_attach_allowed(), reason="ptrace_scope forbids attaching")
 def test_attach_configuration_stops_in_a_running_process(ws: Workspace, tmp_path: Path) -> None:
     script = tmp_path / "loop.py"
     script.write_text(LOOP_SCRIPT)

@@ -9,8 +9,8 @@ import stat
 from pathlib import Path
 
 from conftest import copy_project, make_store, run_doit
-from dap_client import stop_in_function
-from test_debug_dap import FUNCTION, LLDB_CONFIG, function_span, launch_config
+from dap_client import stop_at_line, stop_in_function
+from test_debug_dap import FUNCTION, LLDB_CONFIG, function_span, launch_config, line_of
 
 SCRIPT = "import demo\nprint(demo.add([4.0], [1.0], alpha=0.75))\n"
 
@@ -65,6 +65,12 @@ def test_artifact_from_another_checkout_binds_to_this_checkout(tmp_path: Path,
     assert top["source"].get("path") == str(source), top
     assert top["line"] in function_span(source, "Tensor add_kernel("), top
     assert stop.variables.get("alpha") == "0.75", stop.variables
+    # A breakpoint set in B's editor (local path) binds to the right line too.
+    line = line_of(source, "result[i] = self.data()[i]")
+    config = launch_config(b, LLDB_CONFIG, script)
+    at_line = stop_at_line([config["debugAdapterExecutable"]], config, source, line)
+    assert (at_line.frames[0]["source"].get("path"), at_line.frames[0]["line"]) == \
+        (str(source), line), at_line.frames[0]
     # The artifact itself is read-only and names neither checkout.
     ops = b / ".orch/profile/prefix/lib/libdemo_ops.so"
     assert not stat.S_IMODE(ops.stat().st_mode) & 0o222
