@@ -79,40 +79,29 @@ def test_unused_lock_entry_keeps_id(base):
     assert artifact_id(project, store) == first
 
 
+def reformat_toml(data: dict, prefix: str = "") -> str:
+    """The same content written differently: comments, tables and keys in reverse order,
+    every nested table spelled out as its own [section]."""
+    scalars = {k: v for k, v in data.items() if not isinstance(v, dict)}
+    tables = {k: v for k, v in data.items() if isinstance(v, dict)}
+    out = [f"\n# reformatted: [{prefix or 'top'}]"] if prefix else ["# reformatted by hand"]
+    if prefix:
+        out.append(f"[{prefix}]")
+    for k, v in reversed(list(scalars.items())):
+        out.append(f"{json.dumps(k)}   =   {json.dumps(v)}   # same value")
+    for k, v in reversed(list(tables.items())):
+        out.append(reformat_toml(v, f"{prefix}.{json.dumps(k)}" if prefix else json.dumps(k)))
+    return "\n".join(out) + "\n"
+
+
 def test_reformatted_recipe_keeps_id(base):
+    import tomllib
     project, store, first = base
     path = project / "recipes/demo.toml"
     original = path.read_text()
-    # Same content: comments added, tables and keys reordered, inline tables expanded.
-    path.write_text("""
-# reformatted by hand
-description   =   "PyTorch-shaped demo: core lib, ops lib, CPython extension, Python package"
-
-[variants.debug]
-cflags = [ "-fno-omit-frame-pointer", "-gdwarf-4" ]   # keep frames
-build_type = "Debug"
-
-[variants.release]
-build_type = "Release"
-
-[variants.relwithdebinfo]
-cflags = [
-  "-gdwarf-4",
-  "-fno-reorder-blocks-and-partition",
-]
-build_type = "RelWithDebInfo"
-
-[build]
-system = "cmake"
-
-[source]
-path = "demo"
-kind = "path"
-
-[verify.required_symbols]
-"lib/libdemo_ops.so" = ["demo::native::add_kernel*"]
-""")
-    assert original != path.read_text()
+    data = tomllib.loads(original)
+    path.write_text(reformat_toml(data))
+    assert tomllib.loads(path.read_text()) == data and path.read_text() != original
     assert artifact_id(project, store) == first
 
 
