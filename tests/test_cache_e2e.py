@@ -212,8 +212,8 @@ CASES: dict[str, tuple[Callable[[Team, Path], None], str]] = {
 def _assert_refused(team: Team, config: Path, store: Path, fragment: str) -> None:
     profile = team.workspace / ".orch" / "profile"
     before = os.readlink(profile) if profile.is_symlink() else None
-    p = team.doit("pull", f"store={store}", env=team.env(ORCH_CACHE_CONFIG=str(config)),
-                  check=False)
+    p = team.doit("pull", f"store={store}", f"id={team.built_id}",
+                  env=team.env(ORCH_CACHE_CONFIG=str(config)), check=False)
     assert p.returncode == 2, p.stdout + p.stderr
     errors = [ln for ln in p.stderr.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1 and fragment in errors[0], p.stderr
@@ -288,7 +288,8 @@ def _spawn(team: Team, *args: str, env: dict[str, str]) -> subprocess.Popen:
 def test_two_pushers_and_two_pullers(team: Team) -> None:
     config = team.write_config(team.root / "conc.toml", [team.nginx.url("cache") + "conc/"])
     env = {**team.pusher_env(), "ORCH_CACHE_CONFIG": str(config)}
-    pushers = [_spawn(team, "push", f"store={team.store_a}", env=env) for _ in range(2)]
+    pushers = [_spawn(team, "push", f"store={team.store_a}", f"id={team.built_id}", env=env)
+               for _ in range(2)]
     for p in pushers:
         out, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
@@ -297,12 +298,12 @@ def test_two_pushers_and_two_pullers(team: Team) -> None:
 
     mark = team.nginx.mark()
     store = team.root / "store-conc"
-    pullers = [_spawn(team, "pull", f"store={store}", env=team.env(ORCH_CACHE_CONFIG=str(config)))
-               for _ in range(2)]
+    pullers = [_spawn(team, "pull", f"store={store}", f"id={team.built_id}",
+                      env=team.env(ORCH_CACHE_CONFIG=str(config))) for _ in range(2)]
     for p in pullers:
         out, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
-    assert artifacts(store) == artifacts(team.store_a) and leftovers(store) == []
+    assert [a[:40] for a in artifacts(store)] == [team.built_id] and leftovers(store) == []
     doc = json.loads(record.read_text())
     blobs = {f["sha256"] for f in doc["manifest"]["files"] if f["kind"] == "file"}
     gets = [e.uri for e in team.nginx.access_log()[mark:] if e.method == "GET" and "/cas/" in e.uri]
@@ -437,7 +438,8 @@ def test_killed_pull_leaves_store_as_it_was(team: Team) -> None:
     store = team.root / "store-killed"
     try:
         config = team.write_config(team.root / "stall.toml", [f"http://127.0.0.1:{srv.server_address[1]}/"])
-        p = _spawn(team, "pull", f"store={store}", env=team.env(ORCH_CACHE_CONFIG=str(config)))
+        p = _spawn(team, "pull", f"store={store}", f"id={team.built_id}",
+                   env=team.env(ORCH_CACHE_CONFIG=str(config)))
         assert started.wait(60), "the pull never asked for a blob"
         p.kill()
         p.communicate(timeout=30)
@@ -447,5 +449,5 @@ def test_killed_pull_leaves_store_as_it_was(team: Team) -> None:
         srv.server_close()
     assert artifacts(store) == []
     assert leftovers(store)  # the dead pull's staging dir, cleaned by the next run
-    team.doit("pull", f"store={store}")
+    team.doit("pull", f"store={store}", f"id={team.built_id}")
     assert [a[:40] for a in artifacts(store)] == [team.built_id] and leftovers(store) == []
