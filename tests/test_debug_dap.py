@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 from conftest import copy_project, make_store, run_doit
-from dap_client import env_list_to_dict, run_to_exit, stop_at_line, stop_in_function
+from dap_client import (DapClient, env_list_to_dict, run_to_exit, stop_at_line,
+                        stop_in_function)
 
 from orchestrator.ide import resolve_variables
 
@@ -163,6 +164,49 @@ def test_attach_configuration_stops_in_a_running_process(ws: Workspace, tmp_path
     finally:
         proc.kill()
         proc.wait(30)
+
+
+@pytest.mark.skipif(not ptrace_attach_allowed(), reason="ptrace_scope forbids attaching")
+def test_mixed_session_debugpy_then_lldb_attach(ws: Workspace, tmp_path: Path) -> None:
+    """Python stopped under debugpy; lldb-14 attaches to the same process with the attach
+    configuration; continuing in Python stops lldb in add_kernel."""
+    script = tmp_path / "mixed.py"
+    script.write_text(PY_SCRIPT)
+    py = launch_config(ws.root, "orch: Python (debugpy)", script)
+    with DapClient([py["python"], "-m", "debugpy.adapter"]) as python:
+        python.request("initialize", {"clientID": "vscode", "adapterID": "debugpy",
+                                      "supportsRunInTerminalRequest": True})
+        launch = python.send_request("launch", py)
+        python.event("initialized", 60)
+        python.request("setBreakpoints", {"source": {"path": str(script)},
+                                          "breakpoints": [{"line": 5}]})
+        python.request("configurationDone")
+        python.response(launch, 60)
+        stopped = python.event("stopped", 60)
+        pid = python.event("process", 60)["body"]["systemProcessId"]
+        native = launch_config(ws.root, "orch: attach C++ to a process (lldb-14)", script)
+        native["pid"] = pid
+        with DapClient([native["debugAdapterExecutable"]]) as lldb:
+            lldb.request("initialize", {"clientID": "vscode", "adapterID": "lldb-dap"})
+            attach = lldb.send_request("attach", native)
+            lldb.event("initialized", 60)
+            lldb.request("setFunctionBreakpoints", {"breakpoints": [{"name": FUNCTION}]})
+            lldb.request("configurationDone")
+            lldb.response(attach, 60)
+            mark = len(lldb.messages)
+            # No waiting for debugpy's answer: lldb stops the whole process, debugpy included.
+            python.send_request("continue", {"threadId": stopped["body"]["threadId"]})
+            ev = lldb.event("stopped", 60, start=mark,
+                            where=lambda m: m["body"].get("reason") == "breakpoint")
+            frames = lldb.request("stackTrace", {"threadId": ev["body"]["threadId"],
+                                                 "levels": 1})["body"]["stackFrames"]
+            assert frames[0]["source"].get("path") == str(
+                ws.root / "recipes/demo/ops/add_kernel.cpp"), frames[0]
+            scopes = lldb.request("scopes", {"frameId": frames[0]["id"]})["body"]["scopes"]
+            names = {v["name"]: v["value"] for v in lldb.request(
+                "variables", {"variablesReference": scopes[0]["variablesReference"]}
+            )["body"]["variables"]}
+            assert names.get("alpha") == "2.5", names
 
 
 def test_release_binds_by_symbol_only_and_says_why(ws: Workspace) -> None:
