@@ -527,16 +527,25 @@ def cmd_vscode(settings: "Settings") -> dict[str, Any]:
     report = debug_info_report(active) if active is not None else {}
     note = debug_info_note(spec.variant, report) if active is not None else \
         f"{spec.variant}: no active profile yet; run `doit switch` to debug an artifact"
+    tools = locate(spec.deb_root) if spec.deb_root else None
+    missing = tools.missing_libraries() if tools else []
     data = {"workspace": str(spec.workspace), "recipe": spec.recipe, "variant": spec.variant,
             "written": [str(p) for p in changed], "debug_info": report, "note": note,
-            "lldb_vscode": str(spec.workspace / ".orch/bin/lldb-vscode")
-            if wrappers(spec) else None}
+            "lldb_vscode": str(spec.workspace / ".orch/bin/lldb-vscode") if tools else None,
+            "lldb_missing_libraries": missing}
     if settings.fmt == "json":
         print(_json.dumps(data, sort_keys=True))
     else:
         console.print(f"vscode: {spec.recipe} {spec.variant} in {spec.workspace}: "
                       f"{len(changed)} file(s) written")
         console.print(note)
+        if tools is None:
+            console.print("no lldb-14 in the toolchain lock: only the gdb and debugpy "
+                          "configurations were written")
+        elif missing:
+            console.print(f"[yellow]warning:[/] lldb-14 cannot start here, this machine lacks "
+                          f"{', '.join(missing)} (Debian: apt-get install libllvm14 "
+                          "libclang-cpp14); the gdb configurations work meanwhile")
     return data
 
 

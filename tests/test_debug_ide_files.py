@@ -90,7 +90,8 @@ def test_merge_keeps_the_users_entries_and_replaces_ours(ws: tuple[Path, Path]) 
 
 def test_second_run_writes_nothing_and_the_debug_tools_run(ws: tuple[Path, Path]) -> None:
     root, _ = ws
-    assert vscode(ws)["written"] == []
+    report = vscode(ws)
+    assert report["written"] == [] and report["lldb_missing_libraries"] == [], report
     settings = json.loads((root / ".vscode/settings.json").read_text())
     version = subprocess.run([settings["lldb-dap.executable-path"], "--help"],
                              capture_output=True, text=True, timeout=60)
