@@ -71,3 +71,20 @@ def test_gdb_batch_with_generated_gdbinit(ws: tuple[Path, Path]) -> None:
     assert re.search(r"\$1 = 2\.5\b", text), text
     # gdb read the file from this checkout (substitute-path), not from /orch/src.
     assert f"Located in {root / KERNEL}" in text, text
+
+
+def test_unpacked_lldb_has_its_python_after_the_toolchain_fixups(session_toolchain: Path) -> None:
+    """debugger_env.fixup (run by the toolchain) makes lldb's script interpreter and a plain
+    Python 3.11 `import lldb` work from the unpacked debs, without root or /usr."""
+    from orchestrator.debugger_env import fixup, require
+
+    tools = require(session_toolchain / "debs" / "root")
+    assert fixup(tools.deb_root) == []          # already applied, and idempotent
+    inside = subprocess.run([str(tools.lldb), "-b", "-o", "script import lldb; print(lldb.__file__)"],
+                            env=tools.env(), capture_output=True, text=True, timeout=60)
+    assert str(tools.deb_root) in inside.stdout and "Error" not in inside.stdout + inside.stderr, \
+        inside.stdout + inside.stderr
+    plain = subprocess.run(["/usr/bin/python3", "-c",
+                            "import lldb; print(lldb.SBDebugger.GetVersionString())"],
+                           env=tools.python_env(), capture_output=True, text=True, timeout=60)
+    assert plain.returncode == 0 and "lldb version 14" in plain.stdout, plain.stderr
