@@ -29,6 +29,7 @@ from orchestrator.cache.errors import CacheError, TransferInterrupted
 ZSTD_LEVEL = 3
 T = TypeVar("T")
 BLOB_ATTEMPTS = 3
+PREFETCH_QUEUE = 32     # compressed chunks (up to 1 MiB each) read ahead per blob
 WRITE_QUEUE = 8        # decompressed chunks (about 1-4 MiB each) in flight per blob
 
 
@@ -132,9 +133,53 @@ class _Writer:
         self.thread.join()
 
 
+class _Prefetch:
+    """Reads a blob's stream on its own thread, so the socket is drained (and the server keeps
+    sending) while this thread decompresses; bounded queue of compressed chunks."""
+
+    _END = object()
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self.queue: queue.Queue[object] = queue.Queue(maxsize=PREFETCH_QUEUE)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(chunks,), daemon=True)
+        self.thread.start()
+
+    def _put(self, item: object) -> bool:
+        while not self.stop.is_set():
+            try:
+                self.queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self, chunks: Iterator[bytes]) -> None:
+        try:
+            for chunk in chunks:
+                if not self._put(chunk):
+                    return
+            self._put(self._END)
+        except BaseException as e:  # noqa: BLE001 - re-raised in the consuming thread
+            self._put(e)
+
+    def __iter__(self) -> Iterator[bytes]:
+        while (item := self.queue.get()) is not self._END:
+            if isinstance(item, BaseException):
+                raise item
+            yield item  # type: ignore[misc]
+
+    def close(self) -> None:
+        """Stop reading (the stream's owner closes the connection, which ends a blocked read)."""
+        self.stop.set()
+
+
 def fetch_blob(backend: Backend, sha256: str, size: int, dest: Path, meter: Meter,
                stats: TransferStats, cancel: threading.Event) -> None:
-    """Download one blob into a new file `dest`, refusing wrong content or a short stream."""
+    """Download one blob into a new file `dest`, refusing wrong content or a short stream.
+
+    Three threads per blob: read (socket drained), decompress (here), hash + write.
+    """
     key = blob_key(sha256)
     where = f"{backend.url}{key}"
     written = 0
@@ -143,20 +188,25 @@ def fetch_blob(backend: Backend, sha256: str, size: int, dest: Path, meter: Mete
     fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     writer = _Writer(fd, meter)
     try:
-        with backend.stream(key) as chunks:
-            for chunk in chunks:
-                if cancel.is_set():
-                    raise CacheError("cancelled")
-                wire += len(chunk)
-                try:
-                    data = dctx.decompress(chunk)
-                except zstandard.ZstdError as e:
-                    raise CacheError(f"refused {where}: not valid zstd data ({e})") from None
-                written += len(data)
-                if written > size:
-                    raise CacheError(f"refused {where}: more data than the record's {size} bytes")
-                if data:
-                    writer.put(data)
+        with backend.stream(key) as stream:
+            chunks = _Prefetch(stream)
+            try:
+                for chunk in chunks:
+                    if cancel.is_set():
+                        raise CacheError("cancelled")
+                    wire += len(chunk)
+                    try:
+                        data = dctx.decompress(chunk)
+                    except zstandard.ZstdError as e:
+                        raise CacheError(f"refused {where}: not valid zstd data ({e})") from None
+                    written += len(data)
+                    if written > size:
+                        raise CacheError(f"refused {where}: more data than the record's "
+                                         f"{size} bytes")
+                    if data:
+                        writer.put(data)
+            finally:
+                chunks.close()
     finally:
         writer.close()
         os.close(fd)
