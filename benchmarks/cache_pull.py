@@ -6,7 +6,7 @@ The artifact is the torch 2.13.0 wheel's torch/lib/ directory (`pip download tor
 very same compressed blobs with curl piped into zstd -d (sequential, and 4 at a time), in the
 same run. Then one file changes and a delta pull shows what goes over the wire.
 
-    .venv/bin/python benchmarks/cache_pull.py [--wheel PATH] [--tree lib|all] [--rounds N]
+    .venv/bin/python benchmarks/cache_pull.py [--wheel PATH] [--rounds N] [--jobs N]
 
 Goal: pull throughput >= 0.9 of the best baseline. Needs nginx, curl and zstd on PATH.
 """
@@ -54,10 +54,10 @@ def find_wheel(work: Path, given: str | None) -> Path:
     return found[0]
 
 
-def make_artifact(store: Store, wheel: Path, tree: str, tag: str, tweak: bool = False) -> Path:
-    """Commit the wheel's torch/lib (or all of torch/) as a test artifact."""
-    prefix = "torch/lib/" if tree == "lib" else "torch/"
-    derivation = {"benchmark": "cache_pull", "wheel": wheel.name, "tree": tree,
+def make_artifact(store: Store, wheel: Path, tag: str, tweak: bool = False) -> Path:
+    """Commit the wheel's torch/lib/ as a test artifact (prefix/lib/...)."""
+    prefix = "torch/lib/"
+    derivation = {"benchmark": "cache_pull", "wheel": wheel.name, "tree": prefix,
                   "wheel_sha256": sha256_file(wheel), "tag": tag}
     artifact_id = digest_of(derivation)[:40]
     if (found := store.find(artifact_id)) is not None:
@@ -110,7 +110,6 @@ def our_pull(artifact_id: str, config: CacheConfig, store_root: Path) -> tuple[f
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--wheel", help="torch 2.13.0 wheel (default: pip download)")
-    ap.add_argument("--tree", choices=("lib", "all"), default="lib")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=4)
     ap.add_argument("--work", help="scratch dir (default: a temp dir, removed at the end)")
@@ -126,7 +125,7 @@ def main() -> int:
     try:
         wheel = find_wheel(work, args.wheel)
         store_a = Store(work / "A").ensure()
-        art = make_artifact(store_a, wheel, args.tree, "base")
+        art = make_artifact(store_a, wheel, "base")
         manifest = Store.read_manifest(art)
         size = manifest.total_size()
         key = SecretKey.generate("bench")
@@ -151,7 +150,7 @@ def main() -> int:
         remove_tree(work / "curl-out")
 
         # One-file delta: B holds the base artifact; the new one differs in one file.
-        art2 = make_artifact(store_a, wheel, args.tree, "delta", tweak=True)
+        art2 = make_artifact(store_a, wheel, "delta", tweak=True)
         push_many([art2], config, key)
         delta = TransferStats()
         pull(Store(work / "B"), Store.read_manifest(art2).id, config, stats=delta)
@@ -165,7 +164,7 @@ def main() -> int:
         ratio_seq = mbps(ours) / mbps(seq)
         ratio_best = mbps(ours) / max(mbps(seq), mbps(par))
         load = os.getloadavg()[0]
-        print(f"\ncache_pull: {wheel.name} torch/{'lib/' if args.tree == 'lib' else ''} "
+        print(f"\ncache_pull: {wheel.name} torch/lib/ "
               f"as one artifact: {len(manifest.files)} files, {size / 1e6:.0f} MB "
               f"({wire / 1e6:.0f} MB zstd), nginx on 127.0.0.1, {args.rounds} rounds (median), "
               f"{os.cpu_count()} cores, load average {load:.1f}")
