@@ -254,11 +254,14 @@ def task_entries(spec: IdeSpec) -> list[dict[str, Any]]:
     ws_var = [f"workspace={spec.workspace}"] if spec.workspace != spec.repo_root else []
     common = {"type": "process", "command": spec.doit[0],
               "options": {"cwd": str(spec.repo_root)}, "problemMatcher": ["$gcc"]}
+    # The preLaunchTask builds what changed and makes it the profile the debugger reads
+    # (`doit switch` = `doit build` + the profile link; a plain build would leave it stale).
     tasks = [{"label": f"{OURS}build", **common,
-              "args": [*spec.doit[1:], "build", f"recipe={spec.recipe}", f"variant={spec.variant}",
+              "args": [*spec.doit[1:], "switch", f"recipe={spec.recipe}", f"variant={spec.variant}",
                        *ws_var],
               "group": {"kind": "build", "isDefault": True},
-              "detail": f"doit build recipe={spec.recipe} variant={spec.variant}"}]
+              "detail": f"doit switch recipe={spec.recipe} variant={spec.variant} "
+                        "(build if needed, then activate)"}]
     for v in spec.variants:
         tasks.append({"label": f"{OURS}switch to {v}", **common,
                       "args": [*spec.doit[1:], "switch", f"recipe={spec.recipe}", f"variant={v}",

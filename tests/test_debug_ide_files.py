@@ -4,6 +4,7 @@ CMake presets configure the demo with the toolchain's cmake without changing its
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -73,7 +74,7 @@ def test_merge_keeps_the_users_entries_and_replaces_ours(ws: tuple[Path, Path]) 
     for c in launch["configurations"]:
         if "preLaunchTask" in c:
             assert c["preLaunchTask"] in tasks, c
-    assert tasks["orch: build"]["args"][-3:] == ["build", "recipe=demo", "variant=relwithdebinfo"]
+    assert tasks["orch: build"]["args"][-3:] == ["switch", "recipe=demo", "variant=relwithdebinfo"]
     settings = json.loads((root / ".vscode/settings.json").read_text())
     assert settings["editor.tabSize"] == 3
     assert settings["python.defaultInterpreterPath"] == \
@@ -148,3 +149,31 @@ def test_jsonc_comments_and_trailing_commas_outside_strings_only() -> None:
             '/* x */ "obj": {"q": "a\\"b,}",},}')
     assert loads_jsonc(text, Path("x.json")) == {
         "url": "http://x//y /* kept */", "list": [1, 2], "obj": {"q": 'a"b,}'}}
+
+
+def test_prelaunch_task_builds_an_edit_and_the_debugger_runs_it(ws: tuple[Path, Path],
+                                                                  tmp_path: Path) -> None:
+    """F5 after an edit: the preLaunchTask (run as VS Code runs it) rebuilds and re-points the
+    profile, so the generated launch configuration runs the edited code."""
+    from dap_client import run_to_exit
+
+    from orchestrator.ide import resolve_variables
+
+    root, store = ws
+    kernel = root / "recipes/demo/ops/add_kernel.cpp"
+    kernel.write_text(kernel.read_text().replace("alpha * other.data()[i];",
+                                                 "alpha * other.data()[i] + 1000;"))
+    before = (root / ".orch/profile").resolve()
+    tasks = {t["label"]: t for t in json.loads((root / ".vscode/tasks.json").read_text())["tasks"]}
+    task = tasks["orch: build"]
+    env = {**{k: v for k, v in os.environ.items() if k != "MAX_JOBS"}, "ORCH_STORE": str(store)}
+    done = subprocess.run([task["command"], *task["args"]], cwd=task["options"]["cwd"], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (root / ".orch/profile").resolve() != before
+    script = tmp_path / "run.py"
+    script.write_text("import demo\nprint('sum', demo.add([1.0], [2.0], alpha=1.0))\n")
+    configs = json.loads((root / ".vscode/launch.json").read_text())["configurations"]
+    [config] = [c for c in configs if c["name"] == "orch: Python + C++ (lldb-14)"]
+    code, out = run_to_exit(resolve_variables(config, root, script))
+    assert code == 0 and "sum [1003.0]" in out, out
