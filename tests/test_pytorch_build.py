@@ -169,13 +169,13 @@ def test_checkout_switch_rollback_and_one_file_rebuild(world):
 
     # Dirty tree: one c10 .cpp changed → new identity, only that object and the link rerun.
     cpp = co / "c10/util/Exception.cpp"
-    cpp.write_text(cpp.read_text() + "\nnamespace c10 { int orch_probe() { return 42; } }\n")
+    cpp.write_text(cpp.read_text() + "\nnamespace c10 { C10_API int orch_probe() { return 42; } }\n")
     dirty = build(world, "variant=relwithdebinfo", f"source={co}")
     assert dirty["origin"] == "built" and dirty["id"] != rel["id"]
     log = Path(dirty["path"]) / "meta/build.log"
     steps = ninja_steps(log)
     assert len(steps) == 2, steps
-    assert "c10/util/Exception.cpp.o" in steps[0] and "Linking CXX shared library lib/libc10.so" in steps[1]
+    assert "c10.dir/util/Exception.cpp.o" in steps[0] and "Linking CXX shared library lib/libc10.so" in steps[1]
     commands = [ln for ln in log.read_text().splitlines() if ln.startswith("$ ")]
     assert not any(" -S " in c for c in commands), "an unchanged configuration must not re-run cmake"
     syms = subprocess.run(["nm", "-D", "-C", str(Path(dirty["path"]) / "prefix/lib/libc10.so")],

@@ -10,13 +10,17 @@ torch/csrc/stub.c against libtorch_python as setup.py does.
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
 import tomllib
 from pathlib import Path
 from typing import Any
+
+from filelock import FileLock
 
 from orchestrator.builders import BuildContext
 from orchestrator.builders.cmake import collect_meta, configure_args, define_value
@@ -264,6 +268,36 @@ def build_extensions(ctx: BuildContext, env: dict[str, str], py: dict[str, str],
     return built
 
 
+PY_SKIP_DIRS = {"csrc", "lib", "include", "share", "bin", "__pycache__", "test"}
+
+
+def copy_python_package(ctx: BuildContext) -> None:
+    """Full builds: torch/'s Python files (generated ones included) into prefix/python/torch,
+    with lib/include/share linked to the prefix's, as setup.py's build_py lays a wheel out."""
+    src, dest = ctx.source_dir / "torch", ctx.prefix / "python" / "torch"
+    for dirpath, dirnames, filenames in os.walk(src):
+        rel = Path(dirpath).relative_to(src)
+        dirnames[:] = sorted(d for d in dirnames if not (rel == Path(".") and d in PY_SKIP_DIRS)
+                             and d != "__pycache__")
+        for name in filenames:
+            if name.endswith((".so", ".pyc")) or ".so." in name:
+                continue
+            out = dest / rel / name
+            out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(Path(dirpath) / name, out, follow_symlinks=True)
+    for d in ("lib", "include", "share"):
+        if (ctx.prefix / d).is_dir() and not (dest / d).exists():
+            (dest / d).symlink_to(Path("..") / ".." / d)
+
+
+def source_lock(ctx: BuildContext) -> FileLock:
+    """PyTorch's codegen writes into the source tree: one build per checkout at a time."""
+    key = hashlib.sha256(str(ctx.source_dir).encode()).hexdigest()[:16]
+    locks = ctx.build_dir.parent.parent / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(locks / f"pytorch-source-{key}.lock"))
+
+
 def collect_generated(ctx: BuildContext) -> list[str]:
     """Generated sources a debugger steps through, kept under meta/generated/{build,source}/."""
     kept = []
@@ -337,20 +371,22 @@ class PyTorchBuilder:
         py = python_facts(ctx.toolchain.python)
         defines = pytorch_defines(ctx, opts, env, driver, py)
         ctx.build_dir.mkdir(parents=True, exist_ok=True)
-        configured = configure(ctx, env, defines)
-        compile_(ctx, env)
-        ctx.prefix.mkdir(parents=True, exist_ok=True)
         targets = ctx.plan.variant.targets
         extensions: list[str] = []
-        if targets:
-            install_targets(ctx, env)
-        else:
-            install_full(ctx, env)
-            if opts.python_extension:
-                extensions = build_extensions(ctx, env, py, defines["CMAKE_BUILD_TYPE"])
-        collect_meta(ctx)
-        link_compile_commands_into_meta(ctx)
-        generated = collect_generated(ctx)
+        with source_lock(ctx):
+            configured = configure(ctx, env, defines)
+            compile_(ctx, env)
+            ctx.prefix.mkdir(parents=True, exist_ok=True)
+            if targets:
+                install_targets(ctx, env)
+            else:
+                install_full(ctx, env)
+                if opts.python_extension:
+                    extensions = build_extensions(ctx, env, py, defines["CMAKE_BUILD_TYPE"])
+                    copy_python_package(ctx)
+            collect_meta(ctx)
+            link_compile_commands_into_meta(ctx)
+            generated = collect_generated(ctx)
         cache = ctx.build_dir / "CMakeCache.txt"
         info = {
             "driver": driver,
