@@ -29,7 +29,7 @@ from orchestrator.cache.errors import CacheError, TransferInterrupted
 ZSTD_LEVEL = 3
 T = TypeVar("T")
 BLOB_ATTEMPTS = 3
-PREFETCH_QUEUE = 32     # compressed chunks (up to 1 MiB each) read ahead per blob
+PREFETCH_QUEUE = 64     # compressed chunks (CHUNK each) read ahead per blob
 WRITE_QUEUE = 8        # decompressed chunks (about 1-4 MiB each) in flight per blob
 
 
