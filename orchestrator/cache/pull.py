@@ -46,8 +46,10 @@ def fetch_record(backend: Backend, artifact_id: str, trusted: TrustedKeys) -> Ca
         raise CacheError(f"refused {where}: {msg}" + (f" (at {loc})" if loc else "")) from None
     if record.id != artifact_id:
         raise CacheError(f"refused {where}: it describes {record.id}, not {artifact_id}")
+    before = record.manifest.origin
+    built = before.get("built", {}) if before.get("kind") == "substituted" else before
     record.manifest.origin = {"kind": "substituted", "url": backend.url, "signed_by": signer,
-                              "built": record.manifest.origin}
+                              "built": built}
     return record
 
 
