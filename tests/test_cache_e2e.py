@@ -121,7 +121,12 @@ def test_push_then_teammate_pulls_and_switches(team: Team) -> None:
                                  env=team.pusher_env()).stdout)["stats"]
     assert again["blobs_uploaded"] == 0 and again["blobs_present"] == stats["blobs_uploaded"]
 
-    # The teammate: empty store, no credentials, switches a workspace.
+    # The teammate: empty store, no credentials, switches a workspace. Their toolchain comes
+    # from the same lock; linking A's keeps the test fast (it is not what is tested here).
+    (team.store_b / "toolchains").mkdir(parents=True)
+    for tc in (team.store_a / "toolchains").iterdir():
+        if (tc / "toolchain.json").is_file():
+            (team.store_b / "toolchains" / tc.name).symlink_to(tc)
     sw = team.doit("switch", f"store={team.store_b}", f"workspace={team.workspace}")
     assert f"substituted from {team.nginx.url('cache')}{AREA}/" in sw.stderr, sw.stderr
     assert artifacts(team.store_b) == artifacts(team.store_a)
