@@ -34,18 +34,19 @@ def _points_into_profile(link: Path, orch: Path) -> bool:
 def apply_links(root: Path, orch: Path, artifact: Path) -> list[str]:
     """Create/refresh the artifact's links (before the profile flips); returns those made."""
     made = []
-    for rel, target in sorted(wanted_links(artifact).items()):
+    todo = {rel: target for rel, target in sorted(wanted_links(artifact).items())
+            if (root / rel).parent.is_dir()}
+    for rel in todo:  # refuse before changing anything
         link = root / rel
-        if not link.parent.is_dir():
-            continue
-        dest = os.path.relpath(orch / "profile" / target, link.parent)
-        if link.is_symlink():
-            if os.readlink(link) == dest:
-                made.append(rel)
-                continue
-        elif link.exists():
+        if link.exists() and not link.is_symlink():
             raise UserError(f"{link} is a real file or directory (an earlier setup.py build?); "
                             "move it away so the workspace can link the active variant there")
+    for rel, target in todo.items():
+        link = root / rel
+        dest = os.path.relpath(orch / "profile" / target, link.parent)
+        if link.is_symlink() and os.readlink(link) == dest:
+            made.append(rel)
+            continue
         tmp = link.with_name(f".{link.name}.orch-tmp-{os.getpid()}")
         tmp.unlink(missing_ok=True)
         os.symlink(dest, tmp)
