@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent / "nginx"))
 from nginx_fixtures import nginx  # noqa: E402,F401  (fixture)
 from nginx_server import PASSWORD, USER, NginxServer, free_port  # noqa: E402
 
+from conftest import make_store  # noqa: E402
 from orchestrator.cache.signing import SecretKey  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -73,7 +74,10 @@ class Team:
 
 
 @pytest.fixture(scope="module")
-def team(nginx: NginxServer, tmp_path_factory: pytest.TempPathFactory) -> Team:  # noqa: F811
+def team(nginx: NginxServer, tmp_path_factory: pytest.TempPathFactory,  # noqa: F811
+         session_toolchain: Path) -> Team:
+    """Store A builds the demo; store B is the teammate's. Both use the session's toolchain
+    (same lock, same hash: what each would materialize), which keeps the suite fast."""
     root = tmp_path_factory.mktemp("team")
     src = root / "demo-src"
     shutil.copytree(REPO / "recipes" / "demo", src)
@@ -87,6 +91,8 @@ def team(nginx: NginxServer, tmp_path_factory: pytest.TempPathFactory) -> Team: 
     t.public = p.stdout.strip().splitlines()[-1]
     assert t.public.startswith("team-1:")
     t.write_config(t.config, [nginx.url("cache") + AREA + "/"])
+    make_store(t.store_a, session_toolchain)
+    make_store(t.store_b, session_toolchain)
     out = t.doit("build", f"store={t.store_a}", "substitute=0", "format=json")
     t.built_id = json.loads(out.stdout)["id"]
     return t
@@ -121,12 +127,7 @@ def test_push_then_teammate_pulls_and_switches(team: Team) -> None:
                                  env=team.pusher_env()).stdout)["stats"]
     assert again["blobs_uploaded"] == 0 and again["blobs_present"] == stats["blobs_uploaded"]
 
-    # The teammate: empty store, no credentials, switches a workspace. Their toolchain comes
-    # from the same lock; linking A's keeps the test fast (it is not what is tested here).
-    (team.store_b / "toolchains").mkdir(parents=True)
-    for tc in (team.store_a / "toolchains").iterdir():
-        if (tc / "toolchain.json").is_file():
-            (team.store_b / "toolchains" / tc.name).symlink_to(tc)
+    # The teammate: a store without artifacts, no credentials, switches a workspace.
     sw = team.doit("switch", f"store={team.store_b}", f"workspace={team.workspace}")
     assert f"substituted from {team.nginx.url('cache')}{AREA}/" in sw.stderr, sw.stderr
     assert artifacts(team.store_b) == artifacts(team.store_a)
