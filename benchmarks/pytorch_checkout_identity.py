@@ -66,7 +66,7 @@ def main() -> None:
             for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "base"]):
                 subprocess.run(["git", "-C", str(tree), *cmd], check=True, env=GIT_ENV,
                                capture_output=True)
-        nfiles = sum(len(f) for _, _, f in os.walk(tree))
+        nfiles = sum(len(f) for d, _, f in os.walk(tree) if "/.git" not in d + "/")
         for i in range(200):  # untracked generated files, as a build leaves them
             (tree / f"gen_{i}.cpp").write_text(f"int v{i};\n")
 

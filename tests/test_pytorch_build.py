@@ -208,3 +208,11 @@ def test_drifted_system_package_is_an_error_naming_it(world):
     finally:
         lock_file.write_text(original)
     assert res.returncode != 0 and "libcpuinfo-dev" in res.output and "lock drift" in res.output
+
+
+def test_unknown_target_is_bad_input(world):
+    res = doit(world, "build", "variant=release", "recipe=pytorch", "targets=c10,no_such_target",
+               "substitute=0")
+    assert res.returncode == 2, res.output[-2000:]
+    assert "targets=no_such_target: no such CMake target" in res.output
+    assert not any(p.name.startswith("failed-") for p in (world["store"] / "tmp").iterdir())

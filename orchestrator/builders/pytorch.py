@@ -233,9 +233,9 @@ def target_dirs(build_dir: Path, targets: list[str]) -> list[str]:
     return dirs
 
 
-def install_targets(ctx: BuildContext, env: dict[str, str]) -> None:
+def install_targets(ctx: BuildContext, env: dict[str, str], dirs: list[str]) -> None:
     """Partial build: run the install rules of the targets' directories (RPATH fixed up)."""
-    for d in target_dirs(ctx.build_dir, ctx.plan.variant.targets):
+    for d in dirs:
         script = ctx.build_dir / d / "cmake_install.cmake"
         run_logged([ctx.toolchain.cmake, f"-DCMAKE_INSTALL_PREFIX={ctx.prefix}", "-P", script],
                    env=env, log=ctx.log, title=f"install {d}")
@@ -375,10 +375,11 @@ class PyTorchBuilder:
         extensions: list[str] = []
         with source_lock(ctx):
             configured = configure(ctx, env, defines)
+            dirs = target_dirs(ctx.build_dir, targets) if targets else []  # unknown name: exit 2
             compile_(ctx, env)
             ctx.prefix.mkdir(parents=True, exist_ok=True)
             if targets:
-                install_targets(ctx, env)
+                install_targets(ctx, env, dirs)
             else:
                 install_full(ctx, env)
                 if opts.python_extension:
