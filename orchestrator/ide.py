@@ -502,7 +502,7 @@ def spec_for(settings: "Settings", plan: "Plan | None" = None) -> tuple[IdeSpec,
                                stage=ws.orch / "unused", env={}, jobs=settings.jobs,
                                log=ws.orch / "unused.log")
             args[v] = configure_args(ctx)
-    deb_root = tc.deb_root if tc.lldb_vscode is not None else None
+    deb_root = tc.deb_root if tc.debugger is not None else None
     spec = IdeSpec(
         workspace=ws.root, repo_root=settings.repo_root, recipe=plan.recipe.name,
         variant=plan.variant_name, variants=list(plan.recipe.variants),

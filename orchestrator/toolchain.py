@@ -13,6 +13,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator import debugger_env
 from orchestrator.console import console, step
 from orchestrator.errors import UserError
 from orchestrator.hashing import pretty_json, sha256_file
@@ -67,14 +68,9 @@ class Toolchain:
         return self._compiler("nvcc")
 
     @property
-    def lldb(self) -> Path | None:
-        p = self.deb_root / "usr" / "lib" / "llvm-14" / "bin" / "lldb"
-        return p if p.exists() else None
-
-    @property
-    def lldb_vscode(self) -> Path | None:
-        p = self.deb_root / "usr" / "lib" / "llvm-14" / "bin" / "lldb-vscode"
-        return p if p.exists() else None
+    def debugger(self) -> debugger_env.LldbTools | None:
+        """The pinned lldb-14 (lldb, lldb-vscode, lldb-server) unpacked from the locked debs."""
+        return debugger_env.locate(self.deb_root)
 
     @property
     def python_entry(self) -> PythonEntry:
@@ -186,7 +182,6 @@ def _install_debs(tmp: Path, lock: Lock) -> None:
                             f"the lock says {d.sha256}; run `doit lock` if the archive changed")
         subprocess.run(["dpkg-deb", "-x", str(files[0]), str(root)], check=True)
     _relativize_symlinks(root)
-    from orchestrator import debugger_env
     if debugger_env.locate(root) is not None:
         debugger_env.fixup(root)  # Debian's lldb-14 links that are wrong outside /usr
     remove_tree(dl)
