@@ -88,9 +88,10 @@ def _serve_raw(tmp_path: Path, url: str, key: str, raw: bytes, nginx: NginxServe
     ("garbage", "not valid zstd"),
     ("longer", "more data than"),
 ])
+@pytest.mark.parametrize("size", [64 << 10, 3 << 20], ids=["small", "large"])  # both code paths
 def test_bad_blobs_are_refused(backend_url: str, tmp_path: Path, nginx: NginxServer,
-                               damage: str, message: str) -> None:
-    data = os.urandom(1 << 20)
+                               damage: str, message: str, size: int) -> None:
+    data = os.urandom(size)
     sha = hashlib.sha256(data).hexdigest()
     good = zstandard.ZstdCompressor().compress(data)
     raw = {"tamper": zstandard.ZstdCompressor().compress(data[:-1] + bytes([data[-1] ^ 0xFF])),
