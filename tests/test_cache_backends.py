@@ -6,6 +6,7 @@ import os
 import socket
 import sys
 import threading
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -216,3 +217,20 @@ def test_push_of_a_changed_local_file_is_aborted_mid_body(backend_url: str, tmp_
     with pytest.raises(CacheError, match="no longer matches its manifest hash"):
         upload_blobs(b, [(sha, size, src)], 2, "push", TransferStats())
     assert not b.exists(blob_key(sha))
+
+
+def test_decompression_bomb_is_refused_without_inflating(backend_url: str, tmp_path: Path,
+                                                          nginx: NginxServer) -> None:
+    """A few kB that decompress to 200 MB, recorded as 100 bytes: refused after 101 bytes."""
+    sha = hashlib.sha256(b"x" * 100).hexdigest()
+    _serve_raw(tmp_path, backend_url, blob_key(sha),
+               zstandard.ZstdCompressor().compress(b"\0" * (200 << 20)), nginx)
+    tracemalloc.start()
+    try:
+        with pytest.raises(CacheError, match="more data than the record's 100 bytes"):
+            download_blobs(open_backend(backend_url, CFG), [(sha, 100, tmp_path / "bomb")], 1,
+                           "pull", TransferStats())
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 32 << 20, f"{peak} bytes allocated for a 100-byte blob"

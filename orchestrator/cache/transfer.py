@@ -218,14 +218,19 @@ def _fetch_small(backend: Backend, sha256: str, size: int, dest: Path, meter: Me
     where = f"{backend.url}{key}"
     with backend.stream(key) as chunks:
         raw = b"".join(chunks)
-    dctx = zstandard.ZstdDecompressor().decompressobj()
+    reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+    data = bytearray()
     try:
-        data = dctx.decompress(raw)
+        while len(data) <= size:  # bounded: a tiny "bomb" blob never inflates past size + 1
+            piece = reader.read(size + 1 - len(data))
+            if not piece:
+                break
+            data += piece
     except zstandard.ZstdError as e:
         raise CacheError(f"refused {where}: not valid zstd data ({e})") from None
     if len(data) > size:
         raise CacheError(f"refused {where}: more data than the record's {size} bytes")
-    if not dctx.eof or len(data) != size:
+    if len(data) != size:
         raise TransferInterrupted(f"refused {where}: transfer cut short ({len(data)} of {size} "
                                   "bytes)")
     if hashlib.sha256(data).hexdigest() != sha256:
