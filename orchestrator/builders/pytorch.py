@@ -251,8 +251,9 @@ def build_extensions(ctx: BuildContext, env: dict[str, str], py: dict[str, str],
     """torch._C / torch._C_flatbuffer: stub*.c linked to libtorch_python (as setup.py does)."""
     out_dir = ctx.prefix / "python" / "torch"
     out_dir.mkdir(parents=True, exist_ok=True)
-    debug = ["-g"] if build_type in ("RelWithDebInfo", "Debug") else []
-    debug += ["-O0"] if build_type == "Debug" else []
+    # distutils' -O2 -DNDEBUG, plus setup.py's -g (RelWithDebInfo) or -O0 -g (Debug).
+    debug = {"Debug": ["-O0", "-g"], "RelWithDebInfo": ["-O2", "-DNDEBUG", "-g"]}.get(
+        build_type, ["-O2", "-DNDEBUG"])
     built = []
     for mod, stub in (("_C", "stub.c"), ("_C_flatbuffer", "stub_with_flatbuffer.c")):
         src = ctx.source_dir / "torch" / "csrc" / stub
