@@ -286,7 +286,7 @@ def copy_python_package(ctx: BuildContext) -> None:
             out = dest / rel / name
             out.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(Path(dirpath) / name, out, follow_symlinks=True)
-    for d in ("lib", "include", "share"):
+    for d in ("lib", "include", "share", "bin"):
         if (ctx.prefix / d).is_dir() and not (dest / d).exists():
             (dest / d).symlink_to(Path("..") / ".." / d)
 
@@ -354,7 +354,7 @@ def checkout_links(ctx: BuildContext) -> dict[str, str]:
         for f in sorted(lib.iterdir()):
             if f.is_file() or f.is_symlink():
                 links[f"torch/lib/{f.name}"] = f"prefix/lib/{f.name}"
-    for d in ("include", "share"):
+    for d in ("include", "share", "bin"):  # bin: torch_shm_manager, where setup.py puts it
         if (ctx.prefix / d).is_dir():
             links[f"torch/{d}"] = f"prefix/{d}"
     ext_dir = ctx.prefix / "python" / "torch"
