@@ -88,6 +88,7 @@ def _serve_raw(tmp_path: Path, url: str, key: str, raw: bytes, nginx: NginxServe
     ("truncate", "cut short"),
     ("garbage", "not valid zstd"),
     ("longer", "more data than"),
+    ("padded", "far more compressed data"),
 ])
 @pytest.mark.parametrize("size", [64 << 10, 3 << 20], ids=["small", "large"])  # both code paths
 def test_bad_blobs_are_refused(backend_url: str, tmp_path: Path, nginx: NginxServer,
@@ -98,7 +99,9 @@ def test_bad_blobs_are_refused(backend_url: str, tmp_path: Path, nginx: NginxSer
     raw = {"tamper": zstandard.ZstdCompressor().compress(data[:-1] + bytes([data[-1] ^ 0xFF])),
            "truncate": good[: len(good) // 2],
            "garbage": b"not zstd at all" * 100,
-           "longer": zstandard.ZstdCompressor().compress(data + b"more")}[damage]
+           "longer": zstandard.ZstdCompressor().compress(data + b"more"),
+           # endless empty frames after the real one: no extra content, unbounded input
+           "padded": good + zstandard.ZstdCompressor().compress(b"") * (size // 4)}[damage]
     _serve_raw(tmp_path, backend_url, blob_key(sha), raw, nginx)
     dest = tmp_path / "dest"
     with pytest.raises(CacheError, match=message):
@@ -221,16 +224,16 @@ def test_push_of_a_changed_local_file_is_aborted_mid_body(backend_url: str, tmp_
 
 def test_decompression_bomb_is_refused_without_inflating(backend_url: str, tmp_path: Path,
                                                           nginx: NginxServer) -> None:
-    """A few kB that decompress to 200 MB, recorded as 100 bytes: refused after 101 bytes."""
-    sha = hashlib.sha256(b"x" * 100).hexdigest()
+    """A few kB that decompress to 200 MB, recorded as 64 kB: refused after 64 kB + 1."""
+    sha = hashlib.sha256(b"x" * 65536).hexdigest()
     _serve_raw(tmp_path, backend_url, blob_key(sha),
                zstandard.ZstdCompressor().compress(b"\0" * (200 << 20)), nginx)
     tracemalloc.start()
     try:
-        with pytest.raises(CacheError, match="more data than the record's 100 bytes"):
-            download_blobs(open_backend(backend_url, CFG), [(sha, 100, tmp_path / "bomb")], 1,
-                           "pull", TransferStats())
+        with pytest.raises(CacheError, match="more data than the record's 65536 bytes"):
+            download_blobs(open_backend(backend_url, CFG), [(sha, 65536, tmp_path / "bomb")],
+                           1, "pull", TransferStats())
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert peak < 32 << 20, f"{peak} bytes allocated for a 100-byte blob"
+    assert peak < 32 << 20, f"{peak} bytes allocated for a 64 kB blob"

@@ -188,14 +188,22 @@ class _Prefetch:
         self.stop.set()
 
 
+def max_wire(size: int) -> int:
+    """More compressed bytes than this for `size` bytes of content means a hostile server
+    (zstd's worst case is about size + size/256 + a few hundred bytes)."""
+    return size + size // 128 + 4096
+
+
 class _Source:
     """A file-like read() over the prefetched chunks for zstandard's stream_reader; counts the
-    compressed bytes and remembers whether the stream ended."""
+    compressed bytes, bounds them, and remembers whether the stream ended."""
 
-    def __init__(self, chunks: Iterator[bytes]) -> None:
+    def __init__(self, chunks: Iterator[bytes], limit: int, where: str) -> None:
         self.chunks = iter(chunks)
         self.pending = memoryview(b"")
         self.wire = 0
+        self.limit = limit
+        self.where = where
         self.ended = False
 
     def read(self, n: int = -1) -> bytes | memoryview:
@@ -205,6 +213,9 @@ class _Source:
                 self.ended = True
                 return b""
             self.wire += len(nxt)
+            if self.wire > self.limit:
+                raise CacheError(f"refused {self.where}: far more compressed data than its "
+                                 "content needs")
             self.pending = memoryview(nxt)
         size = len(self.pending) if n < 0 else n
         out, self.pending = self.pending[:size], self.pending[size:]
@@ -216,9 +227,14 @@ def _fetch_small(backend: Backend, sha256: str, size: int, dest: Path, meter: Me
     """A small blob in one go on the calling thread (threads would cost more than they save)."""
     key = blob_key(sha256)
     where = f"{backend.url}{key}"
+    raw = bytearray()
     with backend.stream(key) as chunks:
-        raw = b"".join(chunks)
-    reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+        for chunk in chunks:
+            raw += chunk
+            if len(raw) > max_wire(size):
+                raise CacheError(f"refused {where}: far more compressed data than its content "
+                                 "needs")
+    reader = zstandard.ZstdDecompressor().stream_reader(bytes(raw), read_across_frames=True)
     data = bytearray()
     try:
         while len(data) <= size:  # bounded: a tiny "bomb" blob never inflates past size + 1
@@ -265,7 +281,7 @@ def fetch_blob(backend: Backend, sha256: str, size: int, dest: Path, meter: Mete
     try:
         with backend.stream(key) as stream:
             chunks = _Prefetch(stream)
-            source = _Source(chunks)
+            source = _Source(chunks, max_wire(size), where)
             try:
                 reader = zstandard.ZstdDecompressor().stream_reader(
                     source, read_size=CHUNK, read_across_frames=True)
