@@ -200,3 +200,25 @@ def test_commit_changes_rev_but_not_a_clean_tree_hash(checkout, tmp_path):
 def test_source_var_must_exist(tmp_path):
     with pytest.raises(UserError, match=r"source=.*does not exist"):
         prepare_checkout(str(tmp_path / "nope"), Store(tmp_path / "store").ensure())
+
+
+def test_dirty_submodule_changes_identity(checkout, tmp_path):
+    sub = tmp_path / "fmt"
+    (sub / "include").mkdir(parents=True)
+    (sub / "include" / "core.h").write_text("// fmt 9\n")
+    git(sub, "init", "-q")
+    git(sub, "add", "-A")
+    git(sub, "commit", "-qm", "fmt")
+    git(checkout, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub),
+        "third_party/fmt")
+    git(checkout, "commit", "-qm", "add fmt")
+    cache = StatCache(tmp_path / "stat.json")
+    base = checkout_identity(checkout, cache)
+    assert base["dirty_submodules"] == {}
+    (checkout / "third_party/fmt/include/core.h").write_text("// fmt 9, patched\n")
+    dirty = checkout_identity(checkout, cache)
+    assert set(dirty["dirty_submodules"]) == {"third_party/fmt"}
+    assert dirty["dirty_submodules"]["third_party/fmt"]["diff_sha256"] != \
+        checkout_identity(sub, cache)["diff_sha256"]
+    (checkout / "third_party/fmt/include/core.h").write_text("// fmt 9\n")
+    assert checkout_identity(checkout, cache) == base
