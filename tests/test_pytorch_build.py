@@ -25,6 +25,8 @@ from orchestrator.store import Store
 
 pytestmark = pytest.mark.pytorch
 C10 = ("recipe=pytorch", "targets=c10", "substitute=0")
+# c10 plus the codegen targets (ATen Register*.cpp in the build tree, autograd in the source).
+WITH_CODEGEN = "c10,ATEN_CPU_FILES_GEN_TARGET,generate-torch-sources"
 LEAK_ENV = {"CFLAGS": "-DORCH_LEAKED_FROM_SHELL", "CXXFLAGS": "-DORCH_LEAKED_FROM_SHELL",
             "PYTORCH_BUILD_VERSION": "9.9.9", "PYTORCH_BUILD_NUMBER": "1", "USE_CUDA": "1",
             "CMAKE_BUILD_TYPE": "Debug"}
@@ -49,8 +51,9 @@ def doit(world, *args: str, env: dict[str, str] | None = None):
     return run_doit(world["project"], *args, f"store={world['store']}", env=env, timeout=900)
 
 
-def build(world, *args: str, env: dict[str, str] | None = None) -> dict:
-    res = doit(world, "build", "format=json", *C10, *args, env=env)
+def build(world, *args: str, env: dict[str, str] | None = None, targets: str = "c10") -> dict:
+    res = doit(world, "build", "format=json", "recipe=pytorch", f"targets={targets}",
+               "substitute=0", *args, env=env)
     assert res.returncode == 0, res.output[-4000:]
     return json.loads(res.stdout.strip().splitlines()[-1])
 
@@ -71,7 +74,7 @@ def ninja_steps(build_log: Path) -> list[str]:
 
 
 def test_pinned_source_c10_per_variant(world):
-    rel = build(world, "variant=relwithdebinfo", env=LEAK_ENV)
+    rel = build(world, "variant=relwithdebinfo", env=LEAK_ENV, targets=WITH_CODEGEN)
     art = Path(rel["path"])
     meta = art / "meta"
     lib = art / "prefix/lib/libc10.so"
@@ -94,6 +97,10 @@ def test_pinned_source_c10_per_variant(world):
     assert info["driver"] == "setuptools" and info["glibcxx_use_cxx11_abi"] == "1"
     assert info["defines"]["USE_SYSTEM_LIBS"] == "ON" and info["defines"]["BUILD_TEST"] == "False"
     assert (meta / "generated/build/c10/macros/cmake_macros.h").is_file()
+    # Generated sources a debugger steps into: ATen's registrations, autograd's kernels.
+    gen = meta / "generated"
+    assert (gen / "build/aten/src/ATen/RegisterCPU.cpp").is_file()
+    assert (gen / "source/torch/csrc/autograd/generated/VariableType_0.cpp").is_file()
     assert (art / "prefix/include/c10/core/TensorImpl.h").is_file()
     assert "$ORIGIN" in subprocess.run(["readelf", "-d", str(lib)], capture_output=True,
                                        text=True).stdout
@@ -120,7 +127,7 @@ def test_pinned_source_c10_per_variant(world):
     assert (tree / "third_party/fmt/include/fmt/core.h").is_file()
     assert "third_party/foxi EXCLUDE_FROM_ALL" not in (tree / "cmake/Dependencies.cmake").read_text()
     # Same inputs again: the store answers, nothing is configured or compiled.
-    again = build(world, "variant=relwithdebinfo")
+    again = build(world, "variant=relwithdebinfo", targets=WITH_CODEGEN)
     assert again["origin"] == "present" and again["id"] == rel["id"]
 
 

@@ -228,7 +228,7 @@ def target_dirs(build_dir: Path, targets: list[str]) -> list[str]:
             raise UserError(f"targets={name}: no such CMake target in this PyTorch source")
         data = json.loads((reply / by_name[name]["jsonFile"]).read_text())
         d = data["paths"]["build"]
-        if d not in dirs:
+        if data.get("type") != "UTILITY" and d not in dirs:  # codegen targets install nothing
             dirs.append(d)
     return dirs
 
