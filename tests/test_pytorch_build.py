@@ -107,7 +107,7 @@ def test_pinned_source_c10_per_variant(world):
     # The pinned source's identity: tarball, overlay and the ordered patches.
     src = manifest["derivation"]["source"]
     assert src["kind"] == "archive" and src["overlays"][0]["path"] == "third_party/fmt"
-    assert [p["name"] for p in src["patches"]] == ["0001-drop-foxi.patch"]
+    assert [p["name"] for p in src["patches"]] == ["0001-drop-foxi.patch", "0002-fmt9-format-to.patch"]
     verify = json.loads((meta / "verify.json").read_text())
     assert verify["ok"], verify
 
@@ -126,6 +126,7 @@ def test_pinned_source_c10_per_variant(world):
     [tree] = list((world["store"] / "sources").iterdir())
     assert (tree / "third_party/fmt/include/fmt/core.h").is_file()
     assert "third_party/foxi EXCLUDE_FROM_ALL" not in (tree / "cmake/Dependencies.cmake").read_text()
+    assert "std::back_inserter(buf)" in (tree / "torch/csrc/Exceptions.cpp").read_text()
     # Same inputs again: the store answers, nothing is configured or compiled.
     again = build(world, "variant=relwithdebinfo", targets=WITH_CODEGEN)
     assert again["origin"] == "present" and again["id"] == rel["id"]

@@ -107,7 +107,8 @@ def test_system_package_drift_names_the_package():
 
 def test_patches_of_the_recipe_exist_and_are_ordered():
     recipe = load_recipe(REPO / "recipes", "pytorch")
-    assert recipe.source.patches == ["pytorch/patches/0001-drop-foxi.patch"]
+    assert recipe.source.patches == ["pytorch/patches/0001-drop-foxi.patch",
+                                     "pytorch/patches/0002-fmt9-format-to.patch"]
     assert all((REPO / "recipes" / p).is_file() for p in recipe.source.patches)
     assert [o.path for o in recipe.source.overlays] == ["third_party/fmt"]
     assert shutil.which("patch") and shutil.which("tar")
