@@ -50,7 +50,8 @@ class Settings:
             raise UserError(f"unknown variable {unknown[0]!r}; known: {', '.join(sorted(KNOWN_VARS))}")
         env_store = os.environ.get("ORCH_STORE")
         store = variables.get("store") or env_store or str(repo_root / "artifacts")
-        workspace = variables.get("workspace") or str(repo_root)
+        # A developer's checkout (source=PATH) is its own workspace unless told otherwise.
+        workspace = variables.get("workspace") or variables.get("source") or str(repo_root)
         ws = Path(workspace).expanduser().absolute()
         if not ws.is_dir():
             raise UserError(f"workspace={workspace}: not a directory; create it or pass another")
