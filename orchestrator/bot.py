@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from orchestrator.commands import activate
 from orchestrator.console import console
 from orchestrator.errors import CheckFailed, UserError
 from orchestrator.hashing import pretty_json
@@ -27,7 +28,6 @@ from orchestrator.model.recipe import describe_validation_error
 from orchestrator.realise import realise
 from orchestrator.settings import Settings
 from orchestrator.store import Store, write_atomic
-from orchestrator.toolchain import toolchain_hash
 from orchestrator.workspace import Workspace
 
 
@@ -83,8 +83,7 @@ def run_cell(settings: Settings, store: Store, entry: MatrixEntry, variant: str,
     ws_dir = ws_root / f"{entry.recipe}-{variant}"
     ws_dir.mkdir(parents=True, exist_ok=True)
     ws = Workspace(ws_dir)
-    tc = store.toolchains_dir / toolchain_hash(r.plan.lock)
-    ws.switch(r.path, store, tc if tc.is_dir() else None, r.plan.recipe.outputs.model_dump())
+    activate(ws, store, r)
     cell["smoke"] = smoke(ws, entry, {"recipe": entry.recipe, "variant": variant,
                                       "build_type": r.plan.variant.build_type})
     if any(s["exit"] != 0 for s in cell["smoke"]):

@@ -15,7 +15,7 @@ from orchestrator.model.recipe import load_recipe
 from orchestrator.realise import Realised, realise
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from orchestrator.toolchain import ensure_toolchain, toolchain_hash
+from orchestrator.toolchain import ensure_toolchain
 from orchestrator.workspace import Workspace, gc_roots
 
 
@@ -65,16 +65,16 @@ def cmd_build(settings: Settings) -> Realised:
     return r
 
 
+def activate(ws: Workspace, store: Store, r: Realised) -> tuple[int, bool]:
+    """Point ws at a realised artifact, with the toolchain whose python the env script uses."""
+    tc = ensure_toolchain(store, r.plan.lock)  # a no-op when present; pulled artifacts need it too
+    return ws.switch(r.path, store, tc.root, r.plan.recipe.outputs.model_dump())
+
+
 def cmd_switch(settings: Settings) -> None:
     store = store_of(settings)
     r = realise(settings, store)
-    from orchestrator.toolchain import Toolchain
-    tc_root = store.toolchains_dir / toolchain_hash(r.plan.lock)
-    outputs = r.plan.recipe.outputs.model_dump()
-    ws = Workspace(settings.workspace)
-    gen, changed = ws.switch(r.path, store, tc_root if tc_root.is_dir() else None, outputs)
-    if tc_root.is_dir():
-        Toolchain(tc_root, r.plan.lock)  # the workspace's python comes from here
+    gen, changed = activate(Workspace(settings.workspace), store, r)
     from orchestrator import ide
     ide.refresh_if_managed(settings, r.plan)  # .vscode/ etc. follow the new variant when managed
     state = "switched" if changed else "already active"
