@@ -13,11 +13,9 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from rich.console import Console
@@ -29,6 +27,7 @@ from orchestrator.hashing import StatCache, tree_digest  # noqa: E402
 from orchestrator.model.recipe import load_recipe  # noqa: E402
 from orchestrator.source_archive import checkout_identity, obtain_archive  # noqa: E402
 from orchestrator.store import Store  # noqa: E402
+from timing import median_time  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b",
@@ -43,15 +42,6 @@ def make_tree(work: Path) -> Path:
     tree.mkdir()
     subprocess.run(["tar", "-xf", str(tarball), "-C", str(tree), "--strip-components=1"], check=True)
     return tree
-
-
-def timed(fn, rounds: int) -> float:
-    samples = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
 
 
 def main() -> None:
@@ -70,17 +60,17 @@ def main() -> None:
         for i in range(200):  # untracked generated files, as a build leaves them
             (tree / f"gen_{i}.cpp").write_text(f"int v{i};\n")
 
-        full = timed(lambda: tree_digest(tree, None, (".git",)), args.rounds)
+        full = median_time(lambda: tree_digest(tree, None, (".git",)), args.rounds)
 
         def cold() -> None:
             p = work / "stat-cold.json"
             p.unlink(missing_ok=True)
             checkout_identity(tree, StatCache(p))
 
-        cold_t = timed(cold, args.rounds)
+        cold_t = median_time(cold, args.rounds)
         warm_cache = StatCache(work / "stat-warm.json")
         checkout_identity(tree, warm_cache)
-        noop_t = timed(lambda: checkout_identity(tree, warm_cache), args.rounds)
+        noop_t = median_time(lambda: checkout_identity(tree, warm_cache), args.rounds)
         target = tree / "c10" / "util" / "Exception.cpp"
         original = target.read_text()
         counter = [0]
@@ -90,7 +80,7 @@ def main() -> None:
             target.write_text(original + f"\n// edit {counter[0]}\n")
             checkout_identity(tree, warm_cache)
 
-        edit_t = timed(edit, args.rounds)
+        edit_t = median_time(edit, args.rounds)
         target.write_text(original)
         shutil.rmtree(work / "store", ignore_errors=True)
 

@@ -28,30 +28,19 @@ from rich.table import Table
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
-from conftest import copy_project  # noqa: E402
+from conftest import DoitResult, copy_project, run_doit  # noqa: E402
+from timing import median_time  # noqa: E402
 
 PADDED_CMAKE = """
 install(FILES padding.bin DESTINATION share/padded)
 """
 
 
-def doit(project: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("ORCH_STORE", "MAX_JOBS")}
-    res = subprocess.run([sys.executable, "-m", "doit", "-f", str(project / "dodo.py"), *args],
-                         cwd=project, env=env, capture_output=True, text=True)
+def doit(project: Path, *args: str) -> DoitResult:
+    res = run_doit(project, *args)
     if res.returncode != 0:
-        raise SystemExit(f"doit {' '.join(args)} failed:\n{res.stdout}{res.stderr}")
+        raise SystemExit(f"doit {' '.join(args)} failed:\n{res.output}")
     return res
-
-
-def timed(fn, repeat: int) -> float:
-    """Median wall time of fn() over repeat runs."""
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -68,8 +57,8 @@ def main() -> None:
         doit(small, "build", s, "substitute=0", "variant=release")
 
         # 1. no-op build vs doit list
-        t_list = timed(lambda: doit(small, "list"), args.repeat)
-        t_noop = timed(lambda: doit(small, "build", s, "substitute=0"), args.repeat)
+        t_list = median_time(lambda: doit(small, "list"), args.repeat)
+        t_noop = median_time(lambda: doit(small, "build", s, "substitute=0"), args.repeat)
 
         # 2. switch small vs big
         big = copy_project(work / "big")
@@ -90,8 +79,8 @@ def main() -> None:
             doit(project, "switch", s, f"workspace={ws}", "variant=release", "substitute=0")
             doit(project, "switch", s, f"workspace={ws}", "variant=relwithdebinfo", "substitute=0")
 
-        t_sw_small = timed(lambda: flip(small, ws_small), args.repeat) / 2
-        t_sw_big = timed(lambda: flip(big, ws_big), args.repeat) / 2
+        t_sw_small = median_time(lambda: flip(small, ws_small), args.repeat) / 2
+        t_sw_big = median_time(lambda: flip(big, ws_big), args.repeat) / 2
         big_size = sum(f.stat().st_size for f in (ws_big / ".orch/profile").rglob("*") if f.is_file())
 
         # 3. edit one .cpp: doit build vs ninja alone
