@@ -4,12 +4,14 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Sequence
 
 from orchestrator.builders import BuildContext
 from orchestrator.builders.process import NINJA_STATUS, run_logged
 from orchestrator.hashing import digest_of
 
 CONFIGURE_STAMP = ".orch-configure.json"
+FILE_API_QUERY = Path(".cmake/api/v1/query/codemodel-v2")
 
 
 def define_value(v: bool | int | str) -> str:
@@ -40,29 +42,39 @@ def configure_args(ctx: BuildContext) -> list[str]:
     return ["-G", "Ninja", *(f"-D{k}={v}" for k, v in sorted(defines.items()))]
 
 
-def configure(ctx: BuildContext) -> None:
-    """Run cmake only when the tree is new or the configure arguments changed."""
-    args = configure_args(ctx)
+def configure(ctx: BuildContext, env: dict[str, str] | None = None,
+              extra_args: Sequence[str] = (), file_api: bool = False) -> bool:
+    """Run cmake only when the tree is new or the configure arguments changed.
+
+    extra_args follow the recipe's own; file_api asks CMake for its codemodel (targets →
+    directories) in .cmake/api/v1/reply. Returns whether cmake ran.
+    """
+    args = [*configure_args(ctx), *extra_args]
     stamp = ctx.build_dir / CONFIGURE_STAMP
     wanted = digest_of({"args": args, "source": str(ctx.source_dir)})
-    if (ctx.build_dir / "build.ninja").is_file() and stamp.is_file() \
-            and json.loads(stamp.read_text()).get("digest") == wanted:
-        return
+    if (ctx.build_dir / "build.ninja").is_file() and (ctx.build_dir / "CMakeCache.txt").is_file() \
+            and stamp.is_file() and json.loads(stamp.read_text()).get("digest") == wanted:
+        return False
     ctx.build_dir.mkdir(parents=True, exist_ok=True)
+    if file_api:
+        query = ctx.build_dir / FILE_API_QUERY
+        query.parent.mkdir(parents=True, exist_ok=True)
+        query.touch()
     run_logged([ctx.toolchain.cmake, "-S", ctx.source_dir, "-B", ctx.build_dir, *args],
-               env=ctx.env, log=ctx.log, title="configure")
+               env=env or ctx.env, log=ctx.log, title="configure")
     stamp.write_text(json.dumps({"digest": wanted}))
+    return True
 
 
-def compile_(ctx: BuildContext) -> None:
-    env = {**ctx.env, "NINJA_STATUS": NINJA_STATUS}
+def compile_(ctx: BuildContext, env: dict[str, str] | None = None) -> None:
     run_logged([ctx.toolchain.ninja, "-C", ctx.build_dir, "-j", str(ctx.jobs),
-                *ctx.plan.variant.targets], env=env, log=ctx.log, title="build")
+                *ctx.plan.variant.targets], env={**(env or ctx.env), "NINJA_STATUS": NINJA_STATUS},
+               log=ctx.log, title="build")
 
 
-def install(ctx: BuildContext) -> None:
+def install(ctx: BuildContext, env: dict[str, str] | None = None) -> None:
     run_logged([ctx.toolchain.cmake, "--install", ctx.build_dir, "--prefix", ctx.prefix],
-               env=ctx.env, log=ctx.log, title="install")
+               env=env or ctx.env, log=ctx.log, title="install")
 
 
 def collect_meta(ctx: BuildContext) -> None:
@@ -84,5 +96,3 @@ class CMakeBuilder:
             install(ctx)
         collect_meta(ctx)
 
-
-__all__ = ["CMakeBuilder", "configure", "compile_", "install", "collect_meta"]

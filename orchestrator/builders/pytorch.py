@@ -23,14 +23,13 @@ from typing import Any
 from filelock import FileLock
 
 from orchestrator.builders import BuildContext
-from orchestrator.builders.cmake import collect_meta, configure_args, define_value
-from orchestrator.builders.process import NINJA_STATUS, run_logged
+from orchestrator.builders.cmake import (collect_meta, compile_, configure, define_value,
+                                         install)
+from orchestrator.builders.process import run_logged
 from orchestrator.errors import UserError
-from orchestrator.hashing import digest_of, pretty_json
+from orchestrator.hashing import pretty_json
 from orchestrator.model.pytorch_options import PyTorchOptions
 
-CONFIGURE_STAMP = ".orch-pytorch-configure.json"
-FILE_API_QUERY = Path(".cmake/api/v1/query/codemodel-v2")
 TRUE_FLAGS = ("ON", "1", "YES", "TRUE", "Y")
 FALSE_FLAGS = ("OFF", "0", "NO", "FALSE", "N")
 
@@ -189,29 +188,6 @@ def pytorch_defines(ctx: BuildContext, opts: PyTorchOptions, env: dict[str, str]
 
 
 # -- steps ------------------------------------------------------------------------------
-def configure(ctx: BuildContext, env: dict[str, str], defines: dict[str, str]) -> bool:
-    """cmake into this variant's own tree; re-run only when the arguments changed."""
-    args = configure_args(ctx) + [f"-D{k}={v}" for k, v in sorted(defines.items())]
-    stamp = ctx.build_dir / CONFIGURE_STAMP
-    wanted = digest_of({"args": args, "source": str(ctx.source_dir)})
-    if (ctx.build_dir / "build.ninja").is_file() and (ctx.build_dir / "CMakeCache.txt").is_file() \
-            and stamp.is_file() and json.loads(stamp.read_text()).get("digest") == wanted:
-        return False
-    query = ctx.build_dir / FILE_API_QUERY
-    query.parent.mkdir(parents=True, exist_ok=True)
-    query.touch()
-    run_logged([ctx.toolchain.cmake, "-S", ctx.source_dir, "-B", ctx.build_dir, *args],
-               env=env, log=ctx.log, title="configure")
-    stamp.write_text(json.dumps({"digest": wanted}))
-    return True
-
-
-def compile_(ctx: BuildContext, env: dict[str, str]) -> None:
-    run_logged([ctx.toolchain.ninja, "-C", ctx.build_dir, "-j", str(ctx.jobs),
-                *ctx.plan.variant.targets], env={**env, "NINJA_STATUS": NINJA_STATUS},
-               log=ctx.log, title="build")
-
-
 def target_dirs(build_dir: Path, targets: list[str]) -> list[str]:
     """Build-tree directories (relative) defining the named targets, from CMake's file API."""
     reply = build_dir / ".cmake" / "api" / "v1" / "reply"
@@ -239,11 +215,6 @@ def install_targets(ctx: BuildContext, env: dict[str, str], dirs: list[str]) -> 
         script = ctx.build_dir / d / "cmake_install.cmake"
         run_logged([ctx.toolchain.cmake, f"-DCMAKE_INSTALL_PREFIX={ctx.prefix}", "-P", script],
                    env=env, log=ctx.log, title=f"install {d}")
-
-
-def install_full(ctx: BuildContext, env: dict[str, str]) -> None:
-    run_logged([ctx.toolchain.cmake, "--install", ctx.build_dir, "--prefix", ctx.prefix],
-               env=env, log=ctx.log, title="install")
 
 
 def build_extensions(ctx: BuildContext, env: dict[str, str], py: dict[str, str],
@@ -375,14 +346,15 @@ class PyTorchBuilder:
         targets = ctx.plan.variant.targets
         extensions: list[str] = []
         with source_lock(ctx):
-            configured = configure(ctx, env, defines)
+            configured = configure(ctx, env, [f"-D{k}={v}" for k, v in sorted(defines.items())],
+                                   file_api=True)
             dirs = target_dirs(ctx.build_dir, targets) if targets else []  # unknown name: exit 2
             compile_(ctx, env)
             ctx.prefix.mkdir(parents=True, exist_ok=True)
             if targets:
                 install_targets(ctx, env, dirs)
             else:
-                install_full(ctx, env)
+                install(ctx, env)
                 if opts.python_extension:
                     extensions = build_extensions(ctx, env, py, defines["CMAKE_BUILD_TYPE"])
                     copy_python_package(ctx)
