@@ -79,15 +79,11 @@ def iter_tree(root: Path, exclude_dirs: Iterable[str] = (".git",)) -> list[Path]
     skip = set(exclude_dirs)
     out: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in skip and not
-                             (os.path.islink(os.path.join(dirpath, d))))
-        for name in filenames:
-            out.append(Path(dirpath) / name)
-        for name in os.listdir(dirpath):
-            p = Path(dirpath) / name
-            if p.is_symlink() and p.is_dir():
-                out.append(p)
-    return sorted(set(out))
+        # os.walk lists links to directories among dirnames: keep them as entries, never descend.
+        links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        dirnames[:] = sorted(d for d in dirnames if d not in skip and d not in links)
+        out.extend(Path(dirpath) / name for name in filenames + links)
+    return sorted(out)
 
 
 def tree_digest(root: Path, cache: StatCache | None = None,

@@ -29,20 +29,19 @@ def failed_dir(store: Store, plan: Plan) -> Path:
     return store.tmp_dir / f"failed-{plan.name}"
 
 
-def run_verify(stage: Path, plan: Plan, toolchain: Toolchain, settings: Settings) -> dict | None:
-    """Verify the staged artifact; keep it for inspection and stop unless force=1."""
+def run_verify(stage: Path, plan: Plan, toolchain: Toolchain,
+               settings: Settings) -> tuple[dict, bool]:
+    """Verify the staged artifact: (the manifest's summary, whether it may be committed).
+
+    A failure may be committed only with force=1, which the summary then records."""
     from orchestrator.verify import verify_artifact
 
     report = verify_artifact(stage, plan, toolchain)
     report.forced = settings.force and not report.ok
-    summary = report.summary()
     write_atomic(stage / "meta" / "verify.json", pretty_json(report.to_json()))
     if not report.ok:
         console.print(report.render(), markup=False)
-        if not settings.force:
-            return {"__failed__": True, **summary}
-        summary["forced"] = True
-    return summary
+    return report.summary(), report.ok or settings.force
 
 
 def build(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain) -> Path:
@@ -59,9 +58,9 @@ def build(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain) ->
             t0 = time.monotonic()
             get_builder(plan.recipe.build.system).build(ctx)
             t1 = time.monotonic()
-            verify = run_verify(stage, plan, toolchain, settings)
+            verify, committable = run_verify(stage, plan, toolchain, settings)
             t2 = time.monotonic()
-            if verify is not None and verify.pop("__failed__", False):
+            if not committable:
                 keep = failed_dir(store, plan)
                 remove_tree(keep)
                 os.rename(stage, keep)

@@ -17,8 +17,9 @@ from orchestrator import debugger_env
 from orchestrator.console import console, step
 from orchestrator.errors import UserError
 from orchestrator.hashing import pretty_json, sha256_file
-from orchestrator.lock.probe import probe_compiler, probe_python
-from orchestrator.model.lock import CompilerEntry, DebEntry, Lock, PypiEntry, PythonEntry
+from orchestrator.lock.probe import probe_compiler, probe_python, probe_syspkg
+from orchestrator.model.lock import (CompilerEntry, DebEntry, Lock, PypiEntry, PythonEntry,
+                                     SystemPackageEntry)
 from orchestrator.store import Store, remove_tree, write_atomic
 
 TOOLCHAIN_JSON = "toolchain.json"
@@ -115,7 +116,7 @@ def toolchain_hash(lock: Lock) -> str:
 
 
 def check_machine(lock: Lock, keys: list[str] | None = None) -> None:
-    """Impure inputs (interpreter, compilers) must be exactly the locked ones."""
+    """Impure inputs (interpreter, compilers, system packages) must be exactly the locked ones."""
     for key, entry in sorted(lock.entries.items()):
         if keys is not None and key not in keys:
             continue
@@ -126,13 +127,10 @@ def check_machine(lock: Lock, keys: list[str] | None = None) -> None:
         elif isinstance(entry, CompilerEntry):
             found_c = probe_compiler(entry.name, entry.path)
             _compare(key, "sha256", entry.sha256, found_c.sha256, entry.path)
-        else:
-            from orchestrator.model.lock import SystemPackageEntry
-            if isinstance(entry, SystemPackageEntry):
-                from orchestrator.lock.probe import probe_syspkg
-                found_s = probe_syspkg(entry.name)
-                _compare(key, "version", entry.version, found_s.version if found_s else "not installed",
-                         f"Debian package {entry.name}")
+        elif isinstance(entry, SystemPackageEntry):
+            found_s = probe_syspkg(entry.name)
+            _compare(key, "version", entry.version, found_s.version if found_s else "not installed",
+                     f"Debian package {entry.name}")
 
 
 def _compare(key: str, field: str, expected: str, found: str, where: str) -> None:

@@ -94,11 +94,12 @@ class Workspace:
             cur = self.current_generation()
             if cur is None:
                 raise UserError(f"{self.root}: no active profile to roll back from; run `doit switch` first")
-            earlier = [g for g in self.generations() if g < cur and Path(os.readlink(self._gen_link(g))).exists()]
+            gens = self.generations()
+            earlier = [g for g, target in gens.items() if g < cur and target.exists()]
             if not earlier:
                 raise UserError(f"{self.root}: generation {cur} is the oldest; nothing to roll back to")
             prev = max(earlier)
-            links = apply_links(self.root, self.orch, Path(os.readlink(self._gen_link(prev))))
+            links = apply_links(self.root, self.orch, gens[prev])
             atomic_symlink(self._gen_link(prev).name, self.profile)
             prune_links(self.root, self.orch, links)
             return prev
