@@ -2,7 +2,7 @@
 # Prerequisites of the PyTorch recipe (recipes/pytorch.toml) and its tests:
 #   1. a deb-src entry, generated from this machine's own apt sources (no host is written here),
 #   2. `apt-get build-dep pytorch` (the system libraries locks/pytorch.toml pins),
-#   3. the two pinned source tarballs, sha256-checked, in the archive cache.
+#   3. the pinned source tarballs, sha256-checked, in the archive cache.
 # Usage (root, or sudo available): .ci/pytorch-prereqs.sh [ARCHIVE_DIR]
 #   ARCHIVE_DIR defaults to $ORCH_ARCHIVES, else ~/.cache/orchestrator/archives (where the
 #   orchestrator looks by default). Idempotent; ~1 min on a fresh machine.
@@ -28,6 +28,10 @@ for path in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
         if "deb" in fields.get("Types", "").split() and fields.get("Enabled", "yes") != "no":
             fields["Types"] = "deb-src"
             out822.append("\n".join(f"{k}: {v}" for k, v in fields.items()))
+            if "bookworm" in fields.get("Suites", "").split():
+                # the recipes' newer source packages (kineto/pocketfft snapshots, PyTorch 2.x)
+                newer = dict(fields, Suites="trixie")
+                out822.append("\n".join(f"{k}: {v}" for k, v in newer.items()))
 for path in ["/etc/apt/sources.list", *sorted(glob.glob("/etc/apt/sources.list.d/*.list"))]:
     try:
         lines = open(path).read().splitlines()
@@ -36,6 +40,8 @@ for path in ["/etc/apt/sources.list", *sorted(glob.glob("/etc/apt/sources.list.d
     for line in lines:
         if line.startswith("deb ") and "orch-deb-src" not in path:
             outline.append("deb-src " + line[4:])
+            if " bookworm " in line:
+                outline.append("deb-src " + line[4:].replace(" bookworm ", " trixie "))
 if out822:
     print("sources"); print("\n\n".join(out822))
 elif outline:
@@ -51,7 +57,7 @@ tail -n +2 <<<"$gen" | $sudo tee "/etc/apt/sources.list.d/orch-deb-src.$kind" >/
 $sudo apt-get update -q >/dev/null
 
 # --- 2. build dependencies ----------------------------------------------------------------
-$sudo env DEBIAN_FRONTEND=noninteractive apt-get build-dep -y -q pytorch >/dev/null
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get build-dep -y -q pytorch=1.13.1+dfsg-4 >/dev/null
 
 # --- 3. source tarballs (apt-get source fails on pytorch's Debian patch tarball: expected) ---
 mkdir -p "$dest"
@@ -75,4 +81,6 @@ fetch pytorch=1.13.1+dfsg-4 pytorch_1.13.1+dfsg.orig.tar.xz \
     d0355588b8528566d477e6ebf1b4d9d036a6fd75711339f66b27472ce5879dc7
 fetch fmtlib=9.1.0+ds1-2 fmtlib_9.1.0+ds1.orig.tar.gz \
     84ce1c2d0be3a9863935137969dcec6970125caac032f82474640bfc81463583
+fetch pytorch=2.6.0+dfsg-7 pytorch_2.6.0+dfsg-7.debian.tar.xz \
+    3290d4e5168b6e44191882213f61ad41c134a912fe11a44364c2e74f81f68af0
 echo "pytorch-prereqs: ok; archives in $dest"

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.builders import BuildContext, build_dir_key, get_builder
+from orchestrator.builders import launcher
 from orchestrator.console import console
 from orchestrator.errors import CheckFailed
 from orchestrator.hashing import pretty_json
@@ -45,16 +46,19 @@ def run_verify(stage: Path, plan: Plan, toolchain: Toolchain,
 
 
 def build(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain) -> Path:
-    build_dir = store.build_dir / build_dir_key(plan)
+    build_dir = store.build_dir / build_dir_key(plan, toolchain)
     with store.lock(f"build-{build_dir.name}"):
         if (found := store.find(plan.artifact_id)) is not None:
             return found
         with store.staging(plan.name) as stage:
             (stage / "meta").mkdir()
-            env = {**toolchain.build_env(), **plan.variant.env, "MAX_JOBS": str(settings.jobs)}
+            cc = launcher.resolve(settings.compile_cache, toolchain.deb_root, store.root / "ccache",
+                                  None)
+            env = {**toolchain.build_env(), **cc.env(store.root), **plan.variant.env,
+                   "MAX_JOBS": str(settings.jobs)}
             ctx = BuildContext(plan=plan, toolchain=toolchain, source_dir=plan.source_dir,
                                build_dir=build_dir, stage=stage, env=env, jobs=settings.jobs,
-                               log=stage / "meta" / "build.log")
+                               log=stage / "meta" / "build.log", compile_cache=cc)
             t0 = time.monotonic()
             get_builder(plan.recipe.build.system).build(ctx)
             t1 = time.monotonic()

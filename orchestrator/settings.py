@@ -10,6 +10,7 @@ from orchestrator.errors import UserError
 KNOWN_VARS = {
     "recipe", "variant", "store", "workspace", "jobs", "format", "substitute", "force", "id",
     "keep", "source", "targets", "name", "all", "lock", "clean", "config", "reports", "push",
+    "compile_cache",
 }
 
 
@@ -20,6 +21,21 @@ def parse_bool(name: str, value: str) -> bool:
     if v in ("0", "false", "no", "off"):
         return False
     raise UserError(f"variable {name}={value!r} is not a boolean; use {name}=1 or {name}=0")
+
+
+COMPILE_CACHES = ("ccache", "off")
+
+
+def parse_compile_cache(value: str) -> str:
+    """compile_cache=ccache (the default) | off; 1/0 as booleans."""
+    v = value.strip().lower()
+    if v in ("1", "on", "true", "yes"):
+        return "ccache"
+    if v in ("0", "false", "no"):
+        return "off"
+    if v not in COMPILE_CACHES:
+        raise UserError(f"compile_cache={value!r}: use compile_cache=ccache or compile_cache=off")
+    return v
 
 
 @dataclass
@@ -33,6 +49,7 @@ class Settings:
     fmt: str = "table"
     substitute: bool = True
     force: bool = False
+    compile_cache: str = "ccache"
     vars: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -75,5 +92,6 @@ class Settings:
             fmt=fmt,
             substitute=parse_bool("substitute", variables.get("substitute", "1")),
             force=parse_bool("force", variables.get("force", "0")),
+            compile_cache=parse_compile_cache(variables.get("compile_cache", "ccache")),
             vars=dict(variables),
         )

@@ -131,18 +131,25 @@ def archive_identity(spec: ArchiveSource, patches: list[Path]) -> dict[str, Any]
         "kind": "archive",
         "sha256": spec.sha256,
         "strip_components": spec.strip_components,
-        "overlays": [{"path": o.path, "sha256": o.sha256, "strip_components": o.strip_components}
+        "overlays": [{"path": o.path, "sha256": o.sha256, "strip_components": o.strip_components,
+                      **({"archive_dir": o.archive_dir} if o.archive_dir else {})}
                      for o in spec.overlays],
         "patches": [{"name": p.name, "sha256": sha256_file(p)} for p in patches],
     }
 
 
-def _untar(archive: Path, dest: Path, strip: int) -> None:
+def _untar(archive: Path, dest: Path, strip: int, member: str | None = None) -> None:
+    """Unpack the archive (or only its directory `member`, whose contents land in dest)."""
     dest.mkdir(parents=True, exist_ok=True)
+    select = [] if member is None else [member]
+    if member is not None:
+        strip = len(member.split("/"))
     res = subprocess.run(["tar", "-xf", str(archive), "-C", str(dest), "--no-same-owner",
-                          f"--strip-components={strip}"], capture_output=True, text=True)
+                          f"--strip-components={strip}", *select], capture_output=True, text=True)
     if res.returncode != 0:
         raise UserError(f"unpacking {archive} failed: {res.stderr.strip()[-300:]}")
+    if member is not None and not any(dest.iterdir()):
+        raise UserError(f"{archive.name} has no directory {member!r}; fix the overlay's archive_dir")
 
 
 def apply_patch(tree: Path, patch: Path) -> None:
@@ -176,7 +183,7 @@ def materialize(spec: ArchiveSource, patches: list[Path], identity: dict[str, An
                 if dest.exists() and any(dest.iterdir()):
                     raise UserError(f"overlay {o.file}: {o.path} is not empty in {spec.file}; "
                                     "an overlay may only fill an empty or missing directory")
-                _untar(path, dest, o.strip_components)
+                _untar(path, dest, o.strip_components, o.archive_dir)
             for p in patches:
                 apply_patch(tree, p)
             (tree / TREE_STAMP).write_text(digest_of(identity) + "\n")

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from orchestrator.builders.launcher import CompileCache
 from orchestrator.errors import UserError
 from orchestrator.plan import Plan
 from orchestrator.toolchain import Toolchain
@@ -24,6 +25,7 @@ class BuildContext:
     env: dict[str, str]
     jobs: int
     log: Path
+    compile_cache: CompileCache = field(default_factory=lambda: CompileCache("off", None, None))
 
     @property
     def prefix(self) -> Path:
@@ -54,9 +56,10 @@ class Builder(Protocol):
     def build(self, ctx: BuildContext) -> None: ...
 
 
-def build_dir_key(plan: Plan) -> str:
-    """One build tree per recipe, variant and checkout location (CMakeCache pins the source)."""
-    where = hashlib.sha256(str(plan.source_dir).encode()).hexdigest()[:8]
+def build_dir_key(plan: Plan, toolchain: Toolchain) -> str:
+    """One build tree per recipe, variant, checkout location and toolchain: CMakeCache pins
+    the source and the compilers, so a changed toolchain gets a fresh tree."""
+    where = hashlib.sha256(f"{plan.source_dir}\0{toolchain.root}".encode()).hexdigest()[:8]
     return f"{plan.recipe.name}-{plan.variant_name}-{where}"
 
 
@@ -65,6 +68,6 @@ def get_builder(system: str) -> Builder:
         from orchestrator.builders.cmake import CMakeBuilder
         return CMakeBuilder()
     if system == "pytorch":
-        from orchestrator.builders.pytorch import PyTorchBuilder  # type: ignore[import-not-found]
+        from orchestrator.builders.pytorch import PyTorchBuilder
         return PyTorchBuilder()
     raise UserError(f"build system {system!r} has no builder yet; use cmake")

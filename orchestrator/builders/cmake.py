@@ -4,8 +4,6 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from typing import Sequence
-
 from orchestrator.builders import BuildContext
 from orchestrator.builders.process import NINJA_STATUS, run_logged
 from orchestrator.hashing import digest_of
@@ -20,7 +18,9 @@ def define_value(v: bool | int | str) -> str:
     return str(v)
 
 
-def configure_args(ctx: BuildContext) -> list[str]:
+def configure_args(ctx: BuildContext, overrides: dict[str, str] | None = None) -> list[str]:
+    """-G Ninja and one -D per define: ours, then the builder's overrides, then the variant's
+    (each name once, so a flag set by two layers never appears twice on a compile line)."""
     tc, var = ctx.toolchain, ctx.plan.variant
     flags = " ".join([*ctx.prefix_map_flags(), *var.cflags])
     defines: dict[str, str] = {
@@ -38,18 +38,21 @@ def configure_args(ctx: BuildContext) -> list[str]:
     }
     if tc.nvcc is not None:
         defines["CMAKE_CUDA_COMPILER"] = str(tc.nvcc)
+    defines.update(ctx.compile_cache.cmake_defines())
+    defines.update(overrides or {})
     defines.update({k: define_value(v) for k, v in var.defines.items()})
     return ["-G", "Ninja", *(f"-D{k}={v}" for k, v in sorted(defines.items()))]
 
 
 def configure(ctx: BuildContext, env: dict[str, str] | None = None,
-              extra_args: Sequence[str] = (), file_api: bool = False) -> bool:
+              overrides: dict[str, str] | None = None, file_api: bool = False) -> bool:
     """Run cmake only when the tree is new or the configure arguments changed.
 
-    extra_args follow the recipe's own; file_api asks CMake for its codemodel (targets →
-    directories) in .cmake/api/v1/reply. Returns whether cmake ran.
+    overrides replace our defines of the same name (the variant's still win); file_api asks
+    CMake for its codemodel (targets → directories) in .cmake/api/v1/reply. Returns whether
+    cmake ran.
     """
-    args = [*configure_args(ctx), *extra_args]
+    args = configure_args(ctx, overrides)
     stamp = ctx.build_dir / CONFIGURE_STAMP
     wanted = digest_of({"args": args, "source": str(ctx.source_dir)})
     if (ctx.build_dir / "build.ninja").is_file() and (ctx.build_dir / "CMakeCache.txt").is_file() \

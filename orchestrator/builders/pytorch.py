@@ -10,6 +10,7 @@ torch/csrc/stub.c against libtorch_python as setup.py does.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -27,8 +28,9 @@ from orchestrator.builders.cmake import (collect_meta, compile_, configure, defi
                                          install)
 from orchestrator.builders.process import run_logged
 from orchestrator.errors import UserError
-from orchestrator.hashing import pretty_json
+from orchestrator.hashing import digest_of, pretty_json
 from orchestrator.model.pytorch_options import PyTorchOptions
+from orchestrator.store import remove_tree, write_atomic
 
 TRUE_FLAGS = ("ON", "1", "YES", "TRUE", "Y")
 FALSE_FLAGS = ("OFF", "0", "NO", "FALSE", "N")
@@ -263,7 +265,8 @@ def copy_python_package(ctx: BuildContext) -> None:
 
 
 def source_lock(ctx: BuildContext) -> FileLock:
-    """PyTorch's codegen writes into the source tree: one build per checkout at a time."""
+    """PyTorch's codegen writes into the tree it builds: one build per such tree at a time
+    (a pinned source's per-build copy, or the checkout)."""
     key = hashlib.sha256(str(ctx.source_dir).encode()).hexdigest()[:16]
     locks = ctx.build_dir.parent.parent / "locks"
     locks.mkdir(parents=True, exist_ok=True)
@@ -335,8 +338,41 @@ def checkout_links(ctx: BuildContext) -> dict[str, str]:
     return links
 
 
+SOURCE_COPY = "source"
+SOURCE_COPY_STAMP = ".orch-source-copy.json"
+
+
+def build_copy_of_source(ctx: BuildContext) -> BuildContext:
+    """A pinned source is shared by every variant and must stay as unpacked: PyTorch's
+    codegen writes into its source tree (version.h, Config.h, autograd/generated, __pycache__),
+    so a pinned tree is built from a copy inside the build tree, made once per source identity
+    (mtimes kept, so a re-copy rebuilds only what changed). A checkout builds in place, as
+    `setup.py develop` would."""
+    if ctx.plan.source.extra.get("checkout"):
+        return ctx
+    dest = ctx.build_dir / SOURCE_COPY
+    stamp = ctx.build_dir / SOURCE_COPY_STAMP
+    wanted = digest_of(ctx.plan.source.identity)
+    if not (dest.is_dir() and stamp.is_file() and json.loads(stamp.read_text()).get("digest") == wanted):
+        ctx.build_dir.mkdir(parents=True, exist_ok=True)
+        tmp = ctx.build_dir / f".{SOURCE_COPY}.tmp-{os.getpid()}"
+        remove_tree(tmp)
+        res = subprocess.run(["cp", "-a", "--reflink=auto", f"{ctx.source_dir}/.", str(tmp)],
+                             capture_output=True, text=True)
+        if res.returncode != 0:
+            remove_tree(tmp)
+            raise UserError(f"copying the pinned source into {ctx.build_dir} failed: "
+                            f"{res.stderr.strip()[-200:]}")
+        stamp.unlink(missing_ok=True)
+        remove_tree(dest)
+        os.rename(tmp, dest)
+        write_atomic(stamp, json.dumps({"digest": wanted, "from": str(ctx.source_dir)}))
+    return dataclasses.replace(ctx, source_dir=dest)
+
+
 class PyTorchBuilder:
     def build(self, ctx: BuildContext) -> None:
+        ctx = build_copy_of_source(ctx)
         opts = options_of(ctx)
         driver = detect_driver(ctx.source_dir)
         env = build_env(ctx, opts)
@@ -346,8 +382,7 @@ class PyTorchBuilder:
         targets = ctx.plan.variant.targets
         extensions: list[str] = []
         with source_lock(ctx):
-            configured = configure(ctx, env, [f"-D{k}={v}" for k, v in sorted(defines.items())],
-                                   file_api=True)
+            configured = configure(ctx, env, defines, file_api=True)
             dirs = target_dirs(ctx.build_dir, targets) if targets else []  # unknown name: exit 2
             compile_(ctx, env)
             ctx.prefix.mkdir(parents=True, exist_ok=True)

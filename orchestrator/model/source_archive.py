@@ -13,6 +13,12 @@ path = "third_party/fmt"
 file = "fmtlib_9.1.0+ds1.orig.tar.gz"
 sha256 = "84ce…"
 fetch = { apt_source = "fmtlib=9.1.0+ds1-2" }
+
+[[source.overlays]]                                  # one directory of a tarball
+path = "third_party/pocketfft"
+file = "pytorch_2.6.0+dfsg-7.debian.tar.xz"
+archive_dir = "debian/pocketfft-9d3ab05a7fffbc71a492bc6a17be034e83e8f0fe"
+sha256 = "3290…"
 ```
 """
 from __future__ import annotations
@@ -23,6 +29,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 SHA256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 FILE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.+~-]*$"
+
+
+def _relative(v: str, field: str) -> str:
+    parts = v.split("/")
+    if v.startswith("/") or not v or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"overlay {field} {v!r} must be a plain relative path")
+    return v
 
 
 class _Strict(BaseModel):
@@ -44,16 +57,24 @@ class Archive(_Strict):
 
 
 class Overlay(Archive):
-    """An archive unpacked at `path` inside the main tree (e.g. an emptied submodule)."""
+    """An archive unpacked at `path` inside the main tree (e.g. an emptied submodule).
+
+    `archive_dir` takes only that directory of the archive (its contents land at `path`;
+    strip_components is then not used), e.g. a snapshot carried in a Debian tarball."""
     path: str
+    archive_dir: str | None = None
+
+    @field_validator("archive_dir")
+    @classmethod
+    def _plain_dir(cls, v: str | None) -> str | None:
+        if v is not None:
+            _relative(v, "archive_dir")
+        return v
 
     @field_validator("path")
     @classmethod
-    def _relative(cls, v: str) -> str:
-        parts = v.split("/")
-        if v.startswith("/") or not v or any(p in ("", ".", "..") for p in parts):
-            raise ValueError(f"overlay path {v!r} must be a plain relative path inside the tree")
-        return v
+    def _relative_path(cls, v: str) -> str:
+        return _relative(v, "path")
 
 
 class ArchiveSource(Archive):
