@@ -58,7 +58,8 @@ def build(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain) ->
                    "MAX_JOBS": str(settings.jobs)}
             ctx = BuildContext(plan=plan, toolchain=toolchain, source_dir=plan.source_dir,
                                build_dir=build_dir, stage=stage, env=env, jobs=settings.jobs,
-                               log=stage / "meta" / "build.log", compile_cache=cc)
+                               log=stage / "meta" / "build.log", compile_cache=cc,
+                               keep_going=settings.keep_going)
             t0 = time.monotonic()
             get_builder(plan.recipe.build.system).build(ctx)
             t1 = time.monotonic()

@@ -10,7 +10,7 @@ from orchestrator.errors import UserError
 KNOWN_VARS = {
     "recipe", "variant", "store", "workspace", "jobs", "format", "substitute", "force", "id",
     "keep", "source", "targets", "name", "all", "lock", "clean", "config", "reports", "push",
-    "compile_cache",
+    "compile_cache", "keep_going",
 }
 
 
@@ -50,6 +50,7 @@ class Settings:
     substitute: bool = True
     force: bool = False
     compile_cache: str = "ccache"
+    keep_going: bool = False
     vars: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -93,5 +94,6 @@ class Settings:
             substitute=parse_bool("substitute", variables.get("substitute", "1")),
             force=parse_bool("force", variables.get("force", "0")),
             compile_cache=parse_compile_cache(variables.get("compile_cache", "ccache")),
+            keep_going=parse_bool("keep_going", variables.get("keep_going", "0")),
             vars=dict(variables),
         )

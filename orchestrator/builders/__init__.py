@@ -26,6 +26,7 @@ class BuildContext:
     jobs: int
     log: Path
     compile_cache: CompileCache = field(default_factory=lambda: CompileCache("off", None, None))
+    keep_going: bool = False  # ninja -k 0: report every failing object, not only the first
 
     @property
     def prefix(self) -> Path:

@@ -70,7 +70,8 @@ def configure(ctx: BuildContext, env: dict[str, str] | None = None,
 
 
 def compile_(ctx: BuildContext, env: dict[str, str] | None = None) -> None:
-    run_logged([ctx.toolchain.ninja, "-C", ctx.build_dir, "-j", str(ctx.jobs),
+    keep_going = ["-k", "0"] if ctx.keep_going else []
+    run_logged([ctx.toolchain.ninja, "-C", ctx.build_dir, "-j", str(ctx.jobs), *keep_going,
                 *ctx.plan.variant.targets], env={**(env or ctx.env), "NINJA_STATUS": NINJA_STATUS},
                log=ctx.log, title="build")
 
