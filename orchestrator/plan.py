@@ -1,7 +1,10 @@
 """Plan: recipe + variant + lock + source → derivation → artifact id.
 
-The derivation holds everything that reaches the build and nothing that cannot change its
-output (parallelism, compiler cache, log level, the checkout's absolute path).
+The derivation holds everything that reaches THIS variant's build and nothing that cannot
+change its output: the resolved variant, the recipe's build/source/outputs sections (their
+parsed content), the lock entries used (by digest), the source identity and the platform.
+Other variants, the description, the verify rules (re-checked instead, see realise), TOML
+formatting, parallelism, the compile cache and the checkout's absolute path are not in it.
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from orchestrator.source import PreparedSource, prepare_source
 from orchestrator.store import Store
 from orchestrator.toolchain import check_machine
 
-DERIVATION_SCHEMA = 1
+DERIVATION_SCHEMA = 2
 # Lock entries a build system depends on when the recipe does not say.
 DEFAULT_USES = {
     "cmake": ["python", "compiler:cc", "compiler:cxx", "pypi:cmake", "pypi:ninja"],
@@ -59,6 +62,25 @@ def used_keys(recipe: Recipe) -> list[str]:
     return sorted(DEFAULT_USES[recipe.build.system])
 
 
+def derivation_of(recipe: Recipe, variant: ResolvedVariant, inputs: dict[str, LockEntry],
+                  source_identity: Any) -> dict[str, Any]:
+    """The canonical content of one variant's build (see the module docstring)."""
+    return {
+        "schema": DERIVATION_SCHEMA,
+        "builder": recipe.build.system,
+        "recipe": {
+            "name": recipe.name,  # names the logical /orch/src/<recipe> root in debug info
+            "build": recipe.build.model_dump(mode="json"),
+            "source": recipe.source.model_dump(mode="json"),
+            "outputs": recipe.outputs.model_dump(mode="json"),
+        },
+        "variant": variant.model_dump(mode="json"),
+        "inputs": {k: e.digest() for k, e in sorted(inputs.items())},
+        "source": source_identity,
+        "platform": platform_facts(),
+    }
+
+
 def make_plan(settings: Settings, store: Store, recipe_name: str | None = None,
               variant: str | None = None) -> Plan:
     name = recipe_name or settings.recipe
@@ -76,15 +98,7 @@ def make_plan(settings: Settings, store: Store, recipe_name: str | None = None,
     check_machine(lock, keys)
     source = prepare_source(settings, recipe, store)
     inputs = {k: lock.entries[k] for k in keys}
-    derivation = {
-        "schema": DERIVATION_SCHEMA,
-        "builder": recipe.build.system,
-        "recipe": recipe.model_dump(mode="json"),
-        "variant": resolved.model_dump(mode="json"),
-        "inputs": {k: e.digest() for k, e in inputs.items()},
-        "source": source.identity,
-        "platform": platform_facts(),
-    }
+    derivation = derivation_of(recipe, resolved, inputs, source.identity)
     return Plan(recipe=recipe, variant_name=resolved.name, variant=resolved, lock=lock,
                 inputs=inputs, source=source, derivation=derivation,
                 artifact_id=artifact_id_of(derivation))

@@ -118,3 +118,49 @@ def test_source_identity_uses_stat_cache(base):
     cache = json.loads((store / "cache" / "stat-cache.json").read_text())
     assert any(k.endswith("add_kernel.cpp") for k in cache)
     assert artifact_id(project, store) == first
+
+
+def test_editing_one_variant_keeps_the_others(base):
+    """Identity per variant: debug's cflags are not in release's or relwithdebinfo's id."""
+    project, store, first = base
+    release = artifact_id(project, store, variant="release")
+    debug = artifact_id(project, store, variant="debug")
+    edit(project / "recipes/demo.toml", 'cflags = ["-fno-omit-frame-pointer", ',
+         'cflags = ["-Og", "-fno-omit-frame-pointer", ')
+    assert artifact_id(project, store, variant="debug") != debug
+    assert artifact_id(project, store, variant="release") == release
+    assert artifact_id(project, store) == first
+
+
+def test_adding_a_variant_keeps_the_others(base):
+    project, store, first = base
+    release = artifact_id(project, store, variant="release")
+    path = project / "recipes/demo.toml"
+    path.write_text(path.read_text() + '\n[variants.minsize]\nbuild_type = "MinSizeRel"\n')
+    assert artifact_id(project, store, variant="release") == release
+    assert artifact_id(project, store) == first
+
+
+def test_description_changes_no_id(base):
+    project, store, first = base
+    ids = {v: artifact_id(project, store, variant=v) for v in ("release", "debug")}
+    edit(project / "recipes/demo.toml", 'description = "PyTorch-shaped demo',
+         'description = "a different description of the demo')
+    assert artifact_id(project, store) == first
+    assert {v: artifact_id(project, store, variant=v) for v in ids} == ids
+
+
+def test_verify_rules_change_no_id(base):
+    """Verify rules are out of the id: a changed rule re-verifies, it never rebuilds."""
+    project, store, first = base
+    edit(project / "recipes/demo.toml", "[verify]\n", '[verify]\nallowed_system_libs = ["libz.so.1"]\n')
+    assert artifact_id(project, store) == first
+
+
+def test_derivation_holds_only_this_variant(project, tmp_path):
+    settings = Settings.from_vars(project, {"store": str(tmp_path / "s"), "variant": "release"})
+    d = make_plan(settings, Store(tmp_path / "s")).derivation
+    text = json.dumps(d)
+    assert "relwithdebinfo" not in text and "debug" not in text and "PyTorch-shaped" not in text
+    assert set(d["recipe"]) == {"name", "build", "source", "outputs"}
+    assert d["variant"]["name"] == "release" and d["schema"] == 2
