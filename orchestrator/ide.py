@@ -69,6 +69,12 @@ class IdeSpec:
     doit: list[str]                           # argv that runs this repo's doit
     gdb: Path | None = None
     extra_env: Mapping[str, str] = field(default_factory=dict)
+    # Where the active artifact's debug info names its source, when not /orch/src/<recipe>
+    # (a per-build source copy inside the build tree: /orch/build/<recipe>-<variant>/source).
+    source_logical: str | None = None
+    # What selects the active artifact besides recipe/variant (targets=, source=): the
+    # preLaunchTask rebuilds exactly that artifact.
+    select_vars: list[str] = field(default_factory=list)
 
     # -- paths as VS Code (${workspaceFolder}) and as the shell (absolute) see them ---------
     def ws(self, rel: str, absolute: bool) -> str:
@@ -91,7 +97,15 @@ class IdeSpec:
         """(path in debug info, local path) pairs. lldb rejects a map to a missing directory
         (and stops reading the file), so the build root is mapped only when the active
         artifact keeps generated sources (meta/build)."""
-        pairs = [(f"{LOGICAL_SRC_ROOT}/{self.recipe}", self.source(absolute))]
+        pairs = []
+        if self.source_logical and self.source_logical != f"{LOGICAL_SRC_ROOT}/{self.recipe}":
+            pairs.append((self.source_logical, self.source(absolute)))
+        pairs.append((f"{LOGICAL_SRC_ROOT}/{self.recipe}", self.source(absolute)))
+        # Generated sources the artifact keeps at their logical path (lldb tries each
+        # matching map in order and takes the first file that exists).
+        if (self.workspace / f".orch/profile/meta/src/{self.recipe}").is_dir():
+            pairs.append((f"{LOGICAL_SRC_ROOT}/{self.recipe}",
+                          self.ws(f".orch/profile/meta/src/{self.recipe}", absolute)))
         if (self.workspace / ".orch/profile/meta/build").is_dir():
             pairs.append((LOGICAL_BUILD_ROOT, self.ws(".orch/profile/meta/build", absolute)))
         return pairs
@@ -191,6 +205,14 @@ def wrappers(spec: IdeSpec) -> dict[str, str]:
 
 
 # -- .vscode/launch.json ---------------------------------------------------------------------
+def first_wins(pairs: list[tuple[str, str]]) -> dict[str, str]:
+    """cppdbg's sourceFileMap is one target per prefix: keep the first (primary) one."""
+    out: dict[str, str] = {}
+    for a, b in pairs:
+        out.setdefault(a, b)
+    return out
+
+
 def launch_configurations(spec: IdeSpec) -> list[dict[str, Any]]:
     """Native (lldb-vscode, gdb), Python (debugpy), attach, and debug-env configurations."""
     env = spec.env(absolute=False)
@@ -215,7 +237,7 @@ def launch_configurations(spec: IdeSpec) -> list[dict[str, Any]]:
         {"name": f"{OURS}Python + C++ (gdb)", "type": "cppdbg", "request": "launch",
          "program": program, "args": args, "cwd": WS, "MIMode": "gdb", "miDebuggerPath": gdb,
          "environment": [{"name": k, "value": v} for k, v in env.items()],
-         "sourceFileMap": dict(smap), "setupCommands": gdb_setup, "stopAtEntry": False,
+         "sourceFileMap": first_wins(smap), "setupCommands": gdb_setup, "stopAtEntry": False,
          "externalConsole": False, "preLaunchTask": task},
         {"name": f"{OURS}Python (debugpy)", "type": "debugpy", "request": "launch",
          "program": "${file}", "python": program, "cwd": WS, "env": env,
@@ -225,7 +247,7 @@ def launch_configurations(spec: IdeSpec) -> list[dict[str, Any]]:
          "sourceMap": [list(p) for p in smap], "debugAdapterExecutable": adapter},
         {"name": f"{OURS}attach C++ to a process (gdb)", "type": "cppdbg", "request": "attach",
          "processId": "${command:pickProcess}", "program": program, "MIMode": "gdb",
-         "miDebuggerPath": gdb, "sourceFileMap": dict(smap), "setupCommands": gdb_setup},
+         "miDebuggerPath": gdb, "sourceFileMap": first_wins(smap), "setupCommands": gdb_setup},
         lldb_launch(f"{OURS}debug-env Python + C++ (lldb-14)", DEBUG_ENV),
         {"name": f"{OURS}debug-env Python (debugpy)", "type": "debugpy", "request": "launch",
          "program": "${file}", "python": program, "cwd": WS, "env": {**env, **DEBUG_ENV},
@@ -256,16 +278,15 @@ def task_entries(spec: IdeSpec) -> list[dict[str, Any]]:
               "options": {"cwd": str(spec.repo_root)}, "problemMatcher": ["$gcc"]}
     # The preLaunchTask builds what changed and makes it the profile the debugger reads
     # (`doit switch` = `doit build` + the profile link; a plain build would leave it stale).
+    select = [f"recipe={spec.recipe}", f"variant={spec.variant}", *spec.select_vars]
     tasks = [{"label": f"{OURS}build", **common,
-              "args": [*spec.doit[1:], "switch", f"recipe={spec.recipe}", f"variant={spec.variant}",
-                       *ws_var],
+              "args": [*spec.doit[1:], "switch", *select, *ws_var],
               "group": {"kind": "build", "isDefault": True},
-              "detail": f"doit switch recipe={spec.recipe} variant={spec.variant} "
-                        "(build if needed, then activate)"}]
+              "detail": f"doit switch {' '.join(select)} (build if needed, then activate)"}]
     for v in spec.variants:
         tasks.append({"label": f"{OURS}switch to {v}", **common,
                       "args": [*spec.doit[1:], "switch", f"recipe={spec.recipe}", f"variant={v}",
-                               *ws_var]})
+                               *spec.select_vars, *ws_var]})
     return tasks
 
 
@@ -474,6 +495,7 @@ def spec_for(settings: "Settings", plan: "Plan | None" = None) -> tuple[IdeSpec,
     from orchestrator.builders.cmake import configure_args
     from orchestrator.model.recipe import resolve_variant
     from orchestrator.plan import make_plan
+    from orchestrator.selection import extra_vars
     from orchestrator.store import Store
     from orchestrator.toolchain import ensure_toolchain
     from orchestrator.workspace import Workspace, atomic_symlink
@@ -481,13 +503,18 @@ def spec_for(settings: "Settings", plan: "Plan | None" = None) -> tuple[IdeSpec,
     store = Store(settings.store_root)
     ws = Workspace(settings.workspace)
     active = ws.current()
+    manifest = store.read_manifest(active) if active is not None and active.is_dir() else None
     if plan is None:
         recipe = variant = None
-        if active is not None and active.is_dir():
-            m = store.read_manifest(active)
-            recipe = m.recipe if "recipe" not in settings.vars else None
-            variant = m.variant if "variant" not in settings.vars else None
+        if manifest is not None:
+            recipe = manifest.recipe if "recipe" not in settings.vars else None
+            variant = manifest.variant if "variant" not in settings.vars else None
+            settings = dataclasses.replace(settings, vars={
+                **active_selection(manifest, settings.workspace), **settings.vars})
         plan = make_plan(settings, store, recipe, variant)
+    select_vars = extra_vars(plan)
+    source_logical = next((k for k, role in (manifest.prefix_map if manifest else {}).items()
+                           if role == "source"), None)
     tc = ensure_toolchain(store, plan.lock)
     if not ws.toolchain_link.is_symlink() or Path(os.readlink(ws.toolchain_link)) != tc.root:
         ws.orch.mkdir(parents=True, exist_ok=True)
@@ -510,8 +537,21 @@ def spec_for(settings: "Settings", plan: "Plan | None" = None) -> tuple[IdeSpec,
         deb_root=deb_root, cmake=tc.cmake, ninja=tc.ninja, cc=tc.cc, cxx=tc.cxx,
         outputs=plan.recipe.outputs.model_dump(), configure_args=args,
         doit=[sys.executable, "-m", "doit", "-f", str(settings.repo_root / "dodo.py")],
-        gdb=Path(g) if (g := shutil.which("gdb")) else None)
+        gdb=Path(g) if (g := shutil.which("gdb")) else None,
+        source_logical=source_logical, select_vars=select_vars)
     return spec, active
+
+
+def active_selection(manifest: Any, workspace: Path) -> dict[str, str]:
+    """The variables that rebuild the active artifact besides recipe/variant: its targets,
+    and for a checkout build, the checkout (the workspace its links live in)."""
+    out: dict[str, str] = {}
+    targets = manifest.derivation.get("variant", {}).get("targets") or []
+    if targets:
+        out["targets"] = ",".join(targets)
+    if manifest.derivation.get("source", {}).get("kind") in ("git-checkout", "path"):
+        out["source"] = str(workspace)
+    return out
 
 
 def presets_binary_dir_for(workspace: Path, recipe: str, variant: str) -> Path:

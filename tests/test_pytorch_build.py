@@ -44,7 +44,14 @@ def world(tmp_path_factory):
     except UserError as e:
         pytest.skip(f"PyTorch 1.13.1 source tarballs unavailable ({e}); run .ci/pytorch-prereqs.sh")
     project = copy_project(root / "project")
-    return {"root": root, "store": store.root, "project": project}
+    world = {"root": root, "store": store.root, "project": project}
+    # Unpack the pinned tree (no build) and fingerprint it before anything builds from it.
+    res = run_doit(project, "build", "format=json", "recipe=pytorch", "targets=no_such_target",
+                   "variant=release", "substitute=0", f"store={store.root}", timeout=900)
+    assert res.returncode == 2, res.output[-2000:]
+    [tree] = list((store.root / "sources").iterdir())
+    world["pristine"] = tree_fingerprint(tree)
+    return world
 
 
 def doit(world, *args: str, env: dict[str, str] | None = None):
@@ -56,6 +63,39 @@ def build(world, *args: str, env: dict[str, str] | None = None, targets: str = "
                "substitute=0", *args, env=env)
     assert res.returncode == 0, res.output[-4000:]
     return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+OPT = re.compile(r"^-O[0-3sgz]?$")
+
+
+def assert_flags(commands: list[dict], build_type: str) -> None:
+    """Each c10 compile line carries exactly the variant's optimisation and debug flags, once."""
+    wanted = {"Debug": (["-O0"], 1), "RelWithDebInfo": (["-O2"], 1), "Release": (["-O3"], 0)}
+    opt, g = wanted[build_type]
+    c10 = [c for c in commands if "/c10/" in c["file"] and c["file"].endswith(".cpp")]
+    assert c10
+    for c in c10:
+        argv = c["command"].split()
+        assert [a for a in argv if OPT.match(a)] == opt, (build_type, c["file"], c["command"])
+        assert argv.count("-g") == g, (build_type, c["command"])
+        ndebug = argv.count("-DNDEBUG")
+        assert ndebug == (0 if build_type == "Debug" else 1), (build_type, c["command"])
+        assert len([a for a in argv if a.startswith("-ffile-prefix-map=")]) == 2
+
+
+def tree_fingerprint(tree: Path) -> str:
+    """sha256 over every path, mode and content of a tree (what `pristine` means)."""
+    import hashlib
+    h = hashlib.sha256()
+    for p in sorted(tree.rglob("*")):
+        rel = p.relative_to(tree).as_posix()
+        if p.is_symlink():
+            h.update(f"l {rel} {os.readlink(p)}\n".encode())
+        elif p.is_file():
+            h.update(f"f {rel} {p.stat().st_mode:o} ".encode() + hashlib.sha256(p.read_bytes()).digest())
+        else:
+            h.update(f"d {rel}\n".encode())
+    return h.hexdigest()
 
 
 def debug_sections(lib: Path) -> set[str]:
@@ -87,33 +127,41 @@ def test_pinned_source_c10_per_variant(world):
     assert any(c["file"].endswith("c10/util/Exception.cpp") for c in commands)
     blob = (meta / "compile_commands.json").read_text() + (meta / "CMakeCache.txt").read_text()
     assert "ORCH_LEAKED_FROM_SHELL" not in blob and "9.9.9" not in blob
-    # Debug paths name logical roots; the mapping is in the manifest.
+    # The pinned source builds from a copy inside the build tree: debug paths name the
+    # build's logical root (sources relative to it); the mapping is in the manifest.
     manifest = json.loads((art / "manifest.json").read_text())
-    assert manifest["prefix_map"] == {"/orch/src/pytorch": "source",
+    assert manifest["prefix_map"] == {"/orch/build/pytorch-relwithdebinfo/source": "source",
                                       "/orch/build/pytorch-relwithdebinfo": "build"}
     data = lib.read_bytes()
-    assert b"/orch/src/pytorch/c10/" in data and str(world["store"]).encode() not in data
+    assert b"/orch/build/pytorch-relwithdebinfo" in data and b"source/c10/util" in data
+    assert str(world["store"]).encode() not in data
+    assert_flags(commands, "RelWithDebInfo")
     info = json.loads((meta / "pytorch.json").read_text())
     assert info["driver"] == "setuptools" and info["glibcxx_use_cxx11_abi"] == "1"
     assert info["defines"]["USE_SYSTEM_LIBS"] == "ON" and info["defines"]["BUILD_TEST"] == "False"
-    assert (meta / "generated/build/c10/macros/cmake_macros.h").is_file()
-    # Generated sources a debugger steps into: ATen's registrations, autograd's kernels.
-    gen = meta / "generated"
-    assert (gen / "build/aten/src/ATen/RegisterCPU.cpp").is_file()
+    # Generated sources a debugger steps into, at their logical path under meta/:
+    # ATen's registrations (build tree), autograd's kernels (the source copy).
+    gen = meta / "build/pytorch-relwithdebinfo"
+    assert (gen / "c10/macros/cmake_macros.h").is_file()
+    assert (gen / "aten/src/ATen/RegisterCPU.cpp").is_file()
     assert (gen / "source/torch/csrc/autograd/generated/VariableType_0.cpp").is_file()
     assert (art / "prefix/include/c10/core/TensorImpl.h").is_file()
     assert "$ORIGIN" in subprocess.run(["readelf", "-d", str(lib)], capture_output=True,
                                        text=True).stdout
     # The pinned source's identity: tarball, overlay and the ordered patches.
     src = manifest["derivation"]["source"]
-    assert src["kind"] == "archive" and src["overlays"][0]["path"] == "third_party/fmt"
-    assert [p["name"] for p in src["patches"]] == ["0001-drop-foxi.patch", "0002-fmt9-format-to.patch"]
+    assert src["kind"] == "archive"
+    assert [o["path"] for o in src["overlays"]] == ["third_party/fmt", "third_party/kineto",
+                                                   "third_party/pocketfft"]
+    assert [p["name"] for p in src["patches"]][:2] == ["0001-drop-foxi.patch",
+                                                       "0002-fmt9-format-to.patch"]
     verify = json.loads((meta / "verify.json").read_text())
     assert verify["ok"], verify
 
     release = build(world, "variant=release")
     rart = Path(release["path"])
     assert cache_entry(rart / "meta/CMakeCache.txt", "CMAKE_BUILD_TYPE") == "Release"
+    assert_flags(json.loads((rart / "meta/compile_commands.json").read_text()), "Release")
     assert not debug_sections(rart / "prefix/lib/libc10.so")
     assert release["id"] != rel["id"]
     trees = sorted(p.name for p in (world["store"] / "build").iterdir())
@@ -122,8 +170,12 @@ def test_pinned_source_c10_per_variant(world):
               for t in trees}
     assert {t.rsplit("-", 1)[0]: v for t, v in caches.items()} == {
         "pytorch-release": "Release", "pytorch-relwithdebinfo": "RelWithDebInfo"}
-    # The unpacked tree: fmt overlaid, foxi patched out, and made only once.
+    # The unpacked tree: fmt overlaid, foxi patched out, made only once, and pristine:
+    # codegen, version.h, Config.h and __pycache__ went into the build trees' copies.
     [tree] = list((world["store"] / "sources").iterdir())
+    assert tree_fingerprint(tree) == world["pristine"]
+    assert not (tree / "torch/csrc/autograd/generated").exists()
+    assert not list(tree.rglob("__pycache__"))
     assert (tree / "third_party/fmt/include/fmt/core.h").is_file()
     assert "third_party/foxi EXCLUDE_FROM_ALL" not in (tree / "cmake/Dependencies.cmake").read_text()
     assert "std::back_inserter(buf)" in (tree / "torch/csrc/Exceptions.cpp").read_text()
@@ -183,12 +235,35 @@ def test_checkout_switch_rollback_and_one_file_rebuild(world):
     log = Path(dirty["path"]) / "meta/build.log"
     steps = ninja_steps(log)
     assert len(steps) == 2, steps
+    # meta/ninja_log holds this build's steps only, not the tree's whole history.
+    kept = (Path(dirty["path"]) / "meta/ninja_log").read_text().splitlines()[1:]
+    assert sorted(ln.split("\t")[3] for ln in kept) == sorted(
+        ["c10/CMakeFiles/c10.dir/util/Exception.cpp.o", "lib/libc10.so"]), kept
     assert "c10.dir/util/Exception.cpp.o" in steps[0] and "Linking CXX shared library lib/libc10.so" in steps[1]
     commands = [ln for ln in log.read_text().splitlines() if ln.startswith("$ ")]
     assert not any(" -S " in c for c in commands), "an unchanged configuration must not re-run cmake"
     syms = subprocess.run(["nm", "-D", "-C", str(Path(dirty["path"]) / "prefix/lib/libc10.so")],
                           capture_output=True, text=True).stdout
     assert "c10::orch_probe()" in syms
+
+    # The debugger: `doit vscode` in the checkout writes lldb files whose source maps find
+    # c10's sources in the checkout; the preLaunchTask rebuilds exactly this artifact.
+    res = doit(world, "vscode", ws, f"source={co}", *C10)
+    assert res.returncode == 0, res.output[-3000:]
+    tasks = json.loads((co / ".vscode/tasks.json").read_text())["tasks"]
+    [pre] = [t for t in tasks if t["label"] == "orch: build"]
+    assert "targets=c10" in pre["args"] and f"source={co}" in pre["args"], pre["args"]
+    launch = (co / ".vscode/launch.json").read_text()
+    assert "lldb-dap" in launch
+    lldb = co / ".orch/bin/lldb"
+    out = subprocess.run([str(lldb), "-b", "-S", str(co / ".lldbinit"),
+                          "-o", f"target create {co / 'torch/lib/libc10.so'}",
+                          "-o", "breakpoint set -n c10::detail::torchCheckFail",
+                          "-o", "source list -n c10::detail::torchCheckFail"],
+                         capture_output=True, text=True, timeout=300)
+    assert "void torchCheckFail(" in out.stdout, out.stdout[-3000:] + out.stderr[-2000:]
+    assert "File: /orch/src/pytorch/c10/util/Exception.cpp" in out.stdout
+    assert (co / "c10/util/Exception.cpp").is_file()
 
 
 def test_cuda_on_without_arch_list_stops_before_building(world, tmp_path):
@@ -224,3 +299,27 @@ def test_unknown_target_is_bad_input(world):
     assert res.returncode == 2, res.output[-2000:]
     assert "targets=no_such_target: no such CMake target" in res.output
     assert not any(p.name.startswith("failed-") for p in (world["store"] / "tmp").iterdir())
+
+
+# The objects that stopped a full build of the pinned tree (kineto headers with USE_KINETO=0,
+# pocketfft, flatbuffers 2.0.8 + GCC 12 at -O0): compiled through the orchestrator's tree.
+FORMER_BLOCKERS = (
+    "caffe2/CMakeFiles/torch_cpu.dir/__/torch/csrc/profiler/kineto_shim.cpp.o",
+    "caffe2/CMakeFiles/torch_cpu.dir/__/aten/src/ATen/native/mkl/SpectralOps.cpp.o",
+    "caffe2/CMakeFiles/torch_cpu.dir/__/torch/csrc/jit/mobile/flatbuffer_loader.cpp.o",
+)
+
+
+def test_debug_flags_and_the_former_full_build_blockers(world):
+    res = build(world, "variant=debug", targets=",".join(("c10", *FORMER_BLOCKERS)))
+    art = Path(res["path"])
+    assert_flags(json.loads((art / "meta/compile_commands.json").read_text()), "Debug")
+    steps = (art / "meta/ninja_log").read_text().splitlines()
+    assert steps[0].startswith("# ninja log")
+    built = {ln.split("\t")[3] for ln in steps[1:]}
+    assert set(FORMER_BLOCKERS) <= built, sorted(built)[:20]
+    assert "lib/libc10.so" in built
+    # Not an output of this tree: one line before compiling anything.
+    res = doit(world, "build", "variant=debug", "recipe=pytorch", "substitute=0",
+               "targets=c10,caffe2/CMakeFiles/no/such.cpp.o")
+    assert res.returncode == 2 and "no such build output" in res.output, res.output[-2000:]

@@ -38,6 +38,10 @@ class BuildContext:
 
     @property
     def logical_source(self) -> str:
+        """Where debug info names the source: its own root, or, for a per-build copy inside
+        the build tree (CMake then names sources relative to it), its place under the build's."""
+        if self.source_dir.is_relative_to(self.build_dir):
+            return f"{self.logical_build}/{self.source_dir.relative_to(self.build_dir).as_posix()}"
         return f"{LOGICAL_SRC_ROOT}/{self.plan.recipe.name}"
 
     @property
@@ -45,8 +49,10 @@ class BuildContext:
         return f"{LOGICAL_BUILD_ROOT}/{self.plan.recipe.name}-{self.plan.variant_name}"
 
     def prefix_map_flags(self) -> list[str]:
-        """Debug info and __FILE__ name logical roots, not this machine's paths."""
-        return [f"-ffile-prefix-map={self.source_dir}={self.logical_source}",
+        """Debug info and __FILE__ name logical roots, not this machine's paths. (GCC applies
+        the last matching map: a source copy inside the build tree ends up under the build's
+        logical root, which is what logical_source says.)"""
+        return [f"-ffile-prefix-map={self.source_dir}={LOGICAL_SRC_ROOT}/{self.plan.recipe.name}",
                 f"-ffile-prefix-map={self.build_dir}={self.logical_build}"]
 
     def prefix_map(self) -> dict[str, str]:
@@ -54,7 +60,10 @@ class BuildContext:
 
 
 class Builder(Protocol):
-    def build(self, ctx: BuildContext) -> None: ...
+    def build(self, ctx: BuildContext) -> "BuildContext | None":
+        """Build into ctx.prefix/ctx.meta; return the context actually used when it differs
+        (a builder that builds from a copy of the source), so the manifest names its paths."""
+        ...
 
 
 def build_dir_key(plan: Plan, toolchain: Toolchain) -> str:

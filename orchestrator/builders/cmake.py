@@ -70,10 +70,31 @@ def configure(ctx: BuildContext, env: dict[str, str] | None = None,
 
 
 def compile_(ctx: BuildContext, env: dict[str, str] | None = None) -> None:
+    """ninja in the build tree; meta/ninja_log gets this build's steps only (the tree's
+    .ninja_log is cumulative: we keep what ninja appended during this run)."""
     keep_going = ["-k", "0"] if ctx.keep_going else []
-    run_logged([ctx.toolchain.ninja, "-C", ctx.build_dir, "-j", str(ctx.jobs), *keep_going,
-                *ctx.plan.variant.targets], env={**(env or ctx.env), "NINJA_STATUS": NINJA_STATUS},
-               log=ctx.log, title="build")
+    log = ctx.build_dir / ".ninja_log"
+    before = log.stat().st_size if log.is_file() else 0
+    try:
+        run_logged([ctx.toolchain.ninja, "-C", ctx.build_dir, "-j", str(ctx.jobs), *keep_going,
+                    *ctx.plan.variant.targets],
+                   env={**(env or ctx.env), "NINJA_STATUS": NINJA_STATUS},
+                   log=ctx.log, title="build")
+    finally:
+        keep_ninja_steps(log, before, ctx.meta / "ninja_log")
+
+
+def keep_ninja_steps(log: Path, offset: int, dest: Path) -> None:
+    """Copy the header and the entries after `offset` (all of them when ninja recompacted
+    its log meanwhile, i.e. rewrote it shorter, or when it was new)."""
+    if not log.is_file():
+        return
+    header, _, entries = log.read_bytes().partition(b"\n")
+    total = len(header) + 1 + len(entries)
+    if 0 < offset <= total:
+        entries = (header + b"\n" + entries)[offset:]
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(header + b"\n" + entries)
 
 
 def install(ctx: BuildContext, env: dict[str, str] | None = None) -> None:
@@ -84,8 +105,7 @@ def install(ctx: BuildContext, env: dict[str, str] | None = None) -> None:
 def collect_meta(ctx: BuildContext) -> None:
     ctx.meta.mkdir(parents=True, exist_ok=True)
     for name, dest in (("CMakeCache.txt", "CMakeCache.txt"),
-                       ("compile_commands.json", "compile_commands.json"),
-                       (".ninja_log", "ninja_log")):
+                       ("compile_commands.json", "compile_commands.json")):
         src = ctx.build_dir / name
         if src.is_file():
             shutil.copy2(src, ctx.meta / dest)

@@ -201,7 +201,12 @@ def target_dirs(build_dir: Path, targets: list[str]) -> list[str]:
     model = json.loads((reply / cm["jsonFile"]).read_text())
     by_name = {t["name"]: t for t in model["configurations"][0]["targets"]}
     dirs: list[str] = []
+    outputs = [t for t in targets if "/" in t]
+    if outputs:
+        check_ninja_outputs(build_dir, outputs)
     for name in targets:
+        if "/" in name:  # a ninja output (an object file): compiled, nothing to install
+            continue
         if name not in by_name:
             raise UserError(f"targets={name}: no such CMake target in this PyTorch source")
         data = json.loads((reply / by_name[name]["jsonFile"]).read_text())
@@ -209,6 +214,16 @@ def target_dirs(build_dir: Path, targets: list[str]) -> list[str]:
         if data.get("type") != "UTILITY" and d not in dirs:  # codegen targets install nothing
             dirs.append(d)
     return dirs
+
+
+def check_ninja_outputs(build_dir: Path, outputs: list[str]) -> None:
+    """targets= may name build outputs (`caffe2/CMakeFiles/torch_cpu.dir/.../x.cpp.o`), as
+    `ninja <path>` does; an unknown one is bad input before anything compiles."""
+    text = (build_dir / "build.ninja").read_text(errors="replace")
+    for out in outputs:
+        if f"\nbuild {out}:" not in text and f"\nbuild {out} " not in text:
+            raise UserError(f"targets={out}: no such build output in {build_dir}/build.ninja; "
+                            "give a CMake target or an object path as `ninja -t targets all` lists it")
 
 
 def install_targets(ctx: BuildContext, env: dict[str, str], dirs: list[str]) -> None:
@@ -274,19 +289,22 @@ def source_lock(ctx: BuildContext) -> FileLock:
 
 
 def collect_generated(ctx: BuildContext) -> list[str]:
-    """Generated sources a debugger steps through, kept under meta/generated/{build,source}/."""
+    """Generated sources a debugger steps through, kept in meta/ at their logical path less
+    `/orch/` (meta/build/pytorch-<variant>/aten/src/ATen/RegisterCPU.cpp, ...), so one source
+    map per logical root (`/orch/build` -> meta/build, `/orch/src` -> meta/src) finds them in
+    any copy of the artifact."""
     kept = []
-    for root, patterns, tag in ((ctx.build_dir, GENERATED_IN_BUILD, "build"),
-                                (ctx.source_dir, GENERATED_IN_SOURCE, "source")):
+    for root, logical, patterns in ((ctx.build_dir, ctx.logical_build, GENERATED_IN_BUILD),
+                                    (ctx.source_dir, ctx.logical_source, GENERATED_IN_SOURCE)):
         for pat in patterns:
             for f in sorted(root.glob(pat)):
                 if not f.is_file():
                     continue
-                rel = f.relative_to(root)
-                dest = ctx.meta / "generated" / tag / rel
+                rel = f"{logical.removeprefix('/orch/')}/{f.relative_to(root).as_posix()}"
+                dest = ctx.meta / rel
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(f, dest)
-                kept.append(f"{tag}/{rel.as_posix()}")
+                kept.append(rel)
     return kept
 
 
@@ -371,7 +389,7 @@ def build_copy_of_source(ctx: BuildContext) -> BuildContext:
 
 
 class PyTorchBuilder:
-    def build(self, ctx: BuildContext) -> None:
+    def build(self, ctx: BuildContext) -> BuildContext:
         ctx = build_copy_of_source(ctx)
         opts = options_of(ctx)
         driver = detect_driver(ctx.source_dir)
@@ -412,6 +430,7 @@ class PyTorchBuilder:
         }
         (ctx.meta / "pytorch.json").write_text(pretty_json(info))
         (ctx.meta / "workspace-links.json").write_text(pretty_json({"links": checkout_links(ctx)}))
+        return ctx
 
 
 __all__ = ["PyTorchBuilder", "detect_driver", "build_type_from_env", "defines_from_env",

@@ -14,6 +14,7 @@ from orchestrator.verify.report import VerifyReport
 def _locate(settings: Settings, store: Store):
     """(artifact path, plan) for id= or recipe=/variant=."""
     from orchestrator.plan import make_plan
+    from orchestrator.selection import command_for
 
     wanted = settings.vars.get("id")
     if wanted:
@@ -30,7 +31,7 @@ def _locate(settings: Settings, store: Store):
     path = store.find(plan.artifact_id)
     if path is None:
         raise UserError(f"{plan.recipe.name} {plan.variant_name} ({plan.artifact_id[:12]}) is not in "
-                        f"the store; run `doit build recipe={plan.recipe.name} variant={plan.variant_name}`")
+                        f"the store; run `{command_for('build', plan)}`")
     return path, plan
 
 
