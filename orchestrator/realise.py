@@ -14,6 +14,7 @@ from orchestrator.errors import CheckFailed
 from orchestrator.hashing import pretty_json
 from orchestrator.model.manifest import Manifest
 from orchestrator.plan import Plan, make_plan
+from orchestrator.reverify import reverify_if_rules_changed, rules_digest
 from orchestrator.settings import Settings
 from orchestrator.store import Store, remove_tree, write_atomic
 from orchestrator.toolchain import Toolchain, ensure_toolchain
@@ -24,6 +25,7 @@ class Realised:
     path: Path
     plan: Plan
     origin: str  # "present" | "built" | "substituted from <url>"
+    comparison: dict | None = None  # rebuild=1 / check=1: the rebuilt output against the store
 
 
 def failed_dir(store: Store, plan: Plan) -> Path:
@@ -34,15 +36,31 @@ def run_verify(stage: Path, plan: Plan, toolchain: Toolchain,
                settings: Settings) -> tuple[dict, bool]:
     """Verify the staged artifact: (the manifest's summary, whether it may be committed).
 
-    A failure may be committed only with force=1, which the summary then records."""
+    A failure may be committed only with commit_failed=1, which the summary then records;
+    the summary also records the digest of the rules it was verified under (see reverify)."""
     from orchestrator.verify import verify_artifact
 
     report = verify_artifact(stage, plan, toolchain)
-    report.forced = settings.force and not report.ok
+    report.forced = settings.commit_failed and not report.ok
     write_atomic(stage / "meta" / "verify.json", pretty_json(report.to_json()))
     if not report.ok:
         console.print(report.render(), markup=False)
-    return report.summary(), report.ok or settings.force
+    summary = {**report.summary(), "rules": rules_digest(plan)}
+    return summary, report.ok or settings.commit_failed
+
+
+def run_builder(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain,
+                build_dir: Path, stage: Path, compile_cache: str) -> BuildContext:
+    """Run the recipe's builder: build_dir → stage/prefix + stage/meta; the context used."""
+    (stage / "meta").mkdir()
+    cc = launcher.resolve(compile_cache, toolchain.deb_root, store.root / "ccache", None)
+    env = {**toolchain.build_env(), **cc.env(store.root), **plan.variant.env,
+           "MAX_JOBS": str(settings.jobs)}
+    ctx = BuildContext(plan=plan, toolchain=toolchain, source_dir=plan.source_dir,
+                       build_dir=build_dir, stage=stage, env=env, jobs=settings.jobs,
+                       log=stage / "meta" / "build.log", compile_cache=cc,
+                       keep_going=settings.keep_going)
+    return get_builder(plan.recipe.build.system).build(ctx) or ctx  # e.g. a source copy
 
 
 def build(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain) -> Path:
@@ -51,17 +69,9 @@ def build(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain) ->
         if (found := store.find(plan.artifact_id)) is not None:
             return found
         with store.staging(plan.name) as stage:
-            (stage / "meta").mkdir()
-            cc = launcher.resolve(settings.compile_cache, toolchain.deb_root, store.root / "ccache",
-                                  None)
-            env = {**toolchain.build_env(), **cc.env(store.root), **plan.variant.env,
-                   "MAX_JOBS": str(settings.jobs)}
-            ctx = BuildContext(plan=plan, toolchain=toolchain, source_dir=plan.source_dir,
-                               build_dir=build_dir, stage=stage, env=env, jobs=settings.jobs,
-                               log=stage / "meta" / "build.log", compile_cache=cc,
-                               keep_going=settings.keep_going)
             t0 = time.monotonic()
-            get_builder(plan.recipe.build.system).build(ctx)
+            ctx = run_builder(settings, store, plan, toolchain, build_dir, stage,
+                              settings.compile_cache)
             t1 = time.monotonic()
             verify, committable = run_verify(stage, plan, toolchain, settings)
             t2 = time.monotonic()
@@ -70,7 +80,7 @@ def build(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain) ->
                 remove_tree(keep)
                 os.rename(stage, keep)
                 raise CheckFailed(f"verify failed for {plan.name}: not committed; the staged "
-                                  f"output is kept in {keep} (force=1 commits anyway)")
+                                  f"output is kept in {keep} (commit_failed=1 commits anyway)")
             manifest = Manifest(
                 id=plan.artifact_id, recipe=plan.recipe.name, variant=plan.variant_name,
                 derivation=plan.derivation, files=Manifest.scan_files(stage),
@@ -91,7 +101,8 @@ def realise(settings: Settings, store: Store, recipe: str | None = None,
     store.clean_stale()
     plan = make_plan(settings, store, recipe, variant)
     if (found := store.find(plan.artifact_id)) is not None:
-        return Realised(found, plan, "present")
+        reverify_if_rules_changed(settings, store, plan, found)
+        return again(settings, store, Realised(found, plan, "present"))
     toolchain = ensure_toolchain(store, plan.lock)
     if settings.substitute:
         try:
@@ -101,5 +112,16 @@ def realise(settings: Settings, store: Store, recipe: str | None = None,
         pulled = substitute(settings, plan, store)
         if pulled is not None:
             origin = Store.read_manifest(pulled).origin.get("url", "a substituter")
-            return Realised(pulled, plan, f"substituted from {origin}")
-    return Realised(build(settings, store, plan, toolchain), plan, "built")
+            reverify_if_rules_changed(settings, store, plan, pulled)
+            return again(settings, store, Realised(pulled, plan, f"substituted from {origin}"))
+    return again(settings, store, Realised(build(settings, store, plan, toolchain), plan, "built"))
+
+
+def again(settings: Settings, store: Store, r: Realised) -> Realised:
+    """rebuild=1 / check=1: build the realised artifact once more and compare (the store
+    entry is never touched); check=1 raises CheckFailed when anything differs."""
+    if not (settings.check or (settings.rebuild and r.origin != "built")):
+        return r  # rebuild=1 of an artifact just built: that was the build
+    from orchestrator.rebuild_check import rebuild_and_compare
+    r.comparison = rebuild_and_compare(settings, store, r.plan, r.path)
+    return r

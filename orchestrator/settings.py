@@ -8,7 +8,8 @@ from pathlib import Path
 from orchestrator.errors import UserError
 
 KNOWN_VARS = {
-    "recipe", "variant", "store", "workspace", "jobs", "format", "substitute", "force", "id",
+    "recipe", "variant", "store", "workspace", "jobs", "format", "substitute", "commit_failed",
+    "rebuild", "check", "id",
     "keep", "source", "targets", "name", "all", "lock", "clean", "config", "reports", "push",
     "compile_cache", "keep_going",
 }
@@ -48,7 +49,9 @@ class Settings:
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
     fmt: str = "table"
     substitute: bool = True
-    force: bool = False
+    commit_failed: bool = False  # commit although verify failed (was force=1)
+    rebuild: bool = False        # build again although the id is present; compare
+    check: bool = False          # reproducibility check: rebuild elsewhere, uncached; compare
     compile_cache: str = "ccache"
     keep_going: bool = False
     vars: dict[str, str] = field(default_factory=dict)
@@ -63,6 +66,9 @@ class Settings:
 
     @classmethod
     def from_vars(cls, repo_root: Path, variables: dict[str, str]) -> "Settings":
+        if "force" in variables:
+            raise UserError("force= is renamed: use commit_failed=1 to commit although verify "
+                            "failed, rebuild=1 to build again")
         unknown = sorted(set(variables) - KNOWN_VARS)
         if unknown:
             raise UserError(f"unknown variable {unknown[0]!r}; known: {', '.join(sorted(KNOWN_VARS))}")
@@ -92,7 +98,9 @@ class Settings:
             jobs=jobs,
             fmt=fmt,
             substitute=parse_bool("substitute", variables.get("substitute", "1")),
-            force=parse_bool("force", variables.get("force", "0")),
+            commit_failed=parse_bool("commit_failed", variables.get("commit_failed", "0")),
+            rebuild=parse_bool("rebuild", variables.get("rebuild", "0")),
+            check=parse_bool("check", variables.get("check", "0")),
             compile_cache=parse_compile_cache(variables.get("compile_cache", "ccache")),
             keep_going=parse_bool("keep_going", variables.get("keep_going", "0")),
             vars=dict(variables),

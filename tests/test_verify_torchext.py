@@ -108,8 +108,8 @@ def test_old_cxx_abi_fails_naming_a_c10_symbol_and_the_cause(env, torchext):
     assert "c10::" in abi["cause"]
     assert any(f["detail"]["demangled"].startswith("c10::detail::torchCheckFail(")
                for f in fails(report, "symbols"))
-    # `doit verify` needs a committed artifact; force=1 commits with the failure recorded.
-    forced = env.build("torchext", "abi0", "force=1")
+    # `doit verify` needs a committed artifact; commit_failed=1 commits with the failure recorded.
+    forced = env.build("torchext", "abi0", "commit_failed=1")
     assert forced.returncode == 0, forced.output
     committed = env.artifact("torchext", "abi0")
     manifest = json.loads((committed / "manifest.json").read_text())

@@ -111,9 +111,15 @@ def collect_meta(ctx: BuildContext) -> None:
             shutil.copy2(src, ctx.meta / dest)
 
 
+# CMake's install rewrites a build-tree RPATH in place, leaving .dynstr sized by the build
+# tree's path: linking with the install RPATH keeps a build at another path byte-identical
+# (check=1). The recipe's own defines still win.
+REPRODUCIBLE_DEFINES = {"CMAKE_BUILD_WITH_INSTALL_RPATH": "ON"}
+
+
 class CMakeBuilder:
     def build(self, ctx: BuildContext) -> None:
-        configure(ctx)
+        configure(ctx, overrides=REPRODUCIBLE_DEFINES)
         compile_(ctx)
         ctx.prefix.mkdir(parents=True, exist_ok=True)
         if not ctx.plan.variant.targets:

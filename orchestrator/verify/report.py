@@ -109,5 +109,5 @@ def render_table(report: VerifyReport, width: int = 160, color: bool = False) ->
     if report.max_versions:
         console.print("needs at most: " + ", ".join(f"{k}_{v}" for k, v in sorted(report.max_versions.items())))
     if report.forced and not report.ok:
-        console.print("[yellow]committed anyway (force=1); the failure is recorded in the manifest[/]")
+        console.print("[yellow]committed anyway (commit_failed=1); the failure is recorded in the manifest[/]")
     return console.file.getvalue()
