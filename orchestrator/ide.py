@@ -495,7 +495,7 @@ def spec_for(settings: "Settings", plan: "Plan | None" = None) -> tuple[IdeSpec,
     from orchestrator.builders.cmake import configure_args
     from orchestrator.model.recipe import resolve_variant
     from orchestrator.plan import make_plan
-    from orchestrator.selection import extra_vars
+    from orchestrator.selection import extra_vars, manifest_selection
     from orchestrator.store import Store
     from orchestrator.toolchain import ensure_toolchain
     from orchestrator.workspace import Workspace, atomic_symlink
@@ -510,7 +510,7 @@ def spec_for(settings: "Settings", plan: "Plan | None" = None) -> tuple[IdeSpec,
             recipe = manifest.recipe if "recipe" not in settings.vars else None
             variant = manifest.variant if "variant" not in settings.vars else None
             settings = dataclasses.replace(settings, vars={
-                **active_selection(manifest, settings.workspace), **settings.vars})
+                **manifest_selection(manifest, settings.workspace), **settings.vars})
         plan = make_plan(settings, store, recipe, variant)
     select_vars = extra_vars(plan)
     source_logical = next((k for k, role in (manifest.prefix_map if manifest else {}).items()
@@ -540,18 +540,6 @@ def spec_for(settings: "Settings", plan: "Plan | None" = None) -> tuple[IdeSpec,
         gdb=Path(g) if (g := shutil.which("gdb")) else None,
         source_logical=source_logical, select_vars=select_vars)
     return spec, active
-
-
-def active_selection(manifest: Any, workspace: Path) -> dict[str, str]:
-    """The variables that rebuild the active artifact besides recipe/variant: its targets,
-    and for a checkout build, the checkout (the workspace its links live in)."""
-    out: dict[str, str] = {}
-    targets = manifest.derivation.get("variant", {}).get("targets") or []
-    if targets:
-        out["targets"] = ",".join(targets)
-    if manifest.derivation.get("source", {}).get("kind") in ("git-checkout", "path"):
-        out["source"] = str(workspace)
-    return out
 
 
 def presets_binary_dir_for(workspace: Path, recipe: str, variant: str) -> Path:

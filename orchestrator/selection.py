@@ -3,9 +3,11 @@ source), so every hint and generated task repeats exactly what selects it: a hin
 dropped targets= or source= would start a different, full build."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from orchestrator.model.manifest import Manifest
     from orchestrator.plan import Plan
 
 
@@ -24,3 +26,15 @@ def selection_vars(plan: "Plan") -> list[str]:
 def command_for(verb: str, plan: "Plan") -> str:
     """`doit <verb> recipe=... variant=... [targets=...] [source=...]`."""
     return " ".join(["doit", verb, *selection_vars(plan)])
+
+
+def manifest_selection(manifest: "Manifest", workspace: Path) -> dict[str, str]:
+    """The variables that rebuild a stored artifact besides recipe/variant: its targets, and
+    for a checkout build, the checkout (the workspace its links live in)."""
+    out: dict[str, str] = {}
+    targets = manifest.derivation.get("variant", {}).get("targets") or []
+    if targets:
+        out["targets"] = ",".join(targets)
+    if manifest.derivation.get("source", {}).get("kind") == "git-checkout":
+        out["source"] = str(workspace)
+    return out

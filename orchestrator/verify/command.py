@@ -1,6 +1,7 @@
 """`doit verify`: check a committed artifact (recipe/variant, or id=) and print the report."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from orchestrator.verify.report import VerifyReport
 def _locate(settings: Settings, store: Store):
     """(artifact path, plan) for id= or recipe=/variant=."""
     from orchestrator.plan import make_plan
-    from orchestrator.selection import command_for
+    from orchestrator.selection import command_for, manifest_selection
 
     wanted = settings.vars.get("id")
     if wanted:
@@ -27,6 +28,16 @@ def _locate(settings: Settings, store: Store):
         manifest = Store.read_manifest(path)
         plan = make_plan(settings, store, manifest.recipe, manifest.variant)
         return path, plan
+    if not {"recipe", "variant", "source", "targets"} & set(settings.vars):
+        # No selection: the workspace's active artifact, what the user runs and debugs.
+        from orchestrator.workspace import Workspace
+
+        active = Workspace(settings.workspace).current()
+        if active is not None and active.is_dir():
+            manifest = Store.read_manifest(active)
+            selected = dataclasses.replace(settings, vars={
+                **manifest_selection(manifest, settings.workspace), **settings.vars})
+            return active, make_plan(selected, store, manifest.recipe, manifest.variant)
     plan = make_plan(settings, store)
     path = store.find(plan.artifact_id)
     if path is None:
@@ -42,6 +53,8 @@ def cmd_verify(settings: Settings) -> VerifyReport:
 
     store = Store(settings.store_root)
     path, plan = _locate(settings, store)
+    if settings.fmt != "json":
+        console.print(f"verify {path.name}: {path}", markup=False, soft_wrap=True)
     report = verify_artifact(path, plan, ensure_toolchain(store, plan.lock))
     if settings.fmt == "json":
         print(json.dumps(report.to_json(), sort_keys=True))
