@@ -13,7 +13,6 @@ import json
 import shutil
 import subprocess
 import time
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from orchestrator.errors import CheckFailed, UserError
 from orchestrator.hashing import pretty_json
 from orchestrator.model.nightly import MatrixEntry, NightlyConfig
 from orchestrator.model.recipe import describe_validation_error
+from orchestrator.model.user_file import read_toml
 from orchestrator.realise import realise
 from orchestrator.settings import Settings
 from orchestrator.store import Store, write_atomic
@@ -34,10 +34,7 @@ from orchestrator.workspace import Workspace
 def load_nightly(path: Path) -> NightlyConfig:
     if not path.is_file():
         raise UserError(f"no bot config {path}; create it or pass config=PATH")
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(f"{path}: malformed TOML: {e}; fix the file") from None
+    data = read_toml(path, "fix the bot config")
     try:
         return NightlyConfig.model_validate(data)
     except ValidationError as e:

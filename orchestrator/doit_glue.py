@@ -11,6 +11,7 @@ from typing import Callable
 from doit import doit_cmd
 from doit.exceptions import TaskError, TaskFailed
 from doit.reporter import ConsoleReporter
+from rich.markup import escape
 
 from orchestrator.console import console
 from orchestrator.errors import CheckFailed, UserError
@@ -35,10 +36,10 @@ def action(verb: Callable[[Settings], object]) -> Callable[[], object]:
         try:
             verb(current_settings())
         except UserError as e:
-            console.print(f"[red]error:[/] {e}", soft_wrap=True)
+            console.print(f"[red]error:[/] {escape(str(e))}", soft_wrap=True)
             return TaskError(str(e), report=False)
         except CheckFailed as e:
-            console.print(f"[red]failed:[/] {e}", soft_wrap=True)
+            console.print(f"[red]failed:[/] {escape(str(e))}", soft_wrap=True)
             if e.report:
                 console.print(e.report, soft_wrap=True, markup=False)
             return TaskFailed(str(e), report=False)

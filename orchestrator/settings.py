@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,7 +12,7 @@ KNOWN_VARS = {
     "recipe", "variant", "store", "workspace", "jobs", "format", "substitute", "commit_failed",
     "rebuild", "check", "id",
     "keep", "source", "targets", "name", "all", "lock", "clean", "config", "reports", "push",
-    "compile_cache", "keep_going",
+    "compile_cache", "keep_going", "distcc_hosts", "ccache_max", "ccache_evict_older",
 }
 
 
@@ -22,6 +23,33 @@ def parse_bool(name: str, value: str) -> bool:
     if v in ("0", "false", "no", "off"):
         return False
     raise UserError(f"variable {name}={value!r} is not a boolean; use {name}=1 or {name}=0")
+
+
+def directory_var(name: str, value: str, *, may_create: bool) -> Path:
+    """A directory variable (store=, workspace=) the kernel accepts and we can use: an
+    existing directory, or (may_create) a path whose nearest existing parent takes a new one."""
+    from orchestrator.model.process_values import check_path
+
+    try:
+        path = Path(check_path(value)).expanduser().absolute()
+        check_path(str(path))
+    except ValueError as e:
+        raise UserError(f"{name}={value[:80]!r}: {e}; pass another path") from None
+    try:
+        if path.is_dir():
+            if may_create and not os.access(path, os.W_OK | os.X_OK):
+                raise UserError(f"{name}={path}: not writable; pass a directory you own")
+            return path
+        if path.exists() or path.is_symlink() or not may_create:
+            what = "not a directory" if path.exists() else "no such directory"
+            raise UserError(f"{name}={path}: {what}; pass a directory")
+        parent = next(p for p in path.parents if p.exists())
+        if not parent.is_dir():
+            raise UserError(f"{name}={path}: {parent} is not a directory; pass another path")
+        os.rmdir(tempfile.mkdtemp(prefix=".orch-probe-", dir=parent))
+    except OSError as e:
+        raise UserError(f"{name}={path}: cannot create it ({e.strerror or e}); pass another path") from None
+    return path
 
 
 COMPILE_CACHES = ("ccache", "off")
@@ -76,9 +104,8 @@ class Settings:
         store = variables.get("store") or env_store or str(repo_root / "artifacts")
         # A developer's checkout (source=PATH) is its own workspace unless told otherwise.
         workspace = variables.get("workspace") or variables.get("source") or str(repo_root)
-        ws = Path(workspace).expanduser().absolute()
-        if not ws.is_dir():
-            raise UserError(f"workspace={workspace}: not a directory; create it or pass another")
+        ws = directory_var("workspace", workspace, may_create=False)
+        store_root = directory_var("store", store, may_create=True)
         jobs_raw = variables.get("jobs") or os.environ.get("MAX_JOBS") or str(os.cpu_count() or 1)
         try:
             jobs = int(jobs_raw)
@@ -91,7 +118,7 @@ class Settings:
             raise UserError(f"format={fmt!r}: use format=table or format=json")
         return cls(
             repo_root=repo_root.absolute(),
-            store_root=Path(store).expanduser().absolute(),
+            store_root=store_root,
             workspace=ws,
             recipe=variables.get("recipe", "demo"),
             variant=variables.get("variant", "relwithdebinfo"),

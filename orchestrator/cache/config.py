@@ -14,8 +14,10 @@ ORCH_CACHE_USER + ORCH_CACHE_PASSWORD (basic) for writes, ORCH_CACHE_SIGNING_KEY
 """
 from __future__ import annotations
 
+import ipaddress
 import os
-import tomllib
+import re
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -24,12 +26,42 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from orchestrator.cache.signing import TrustedKeys
 from orchestrator.errors import UserError
+from orchestrator.model.user_file import read_toml
 
 CONFIG_ENV = "ORCH_CACHE_CONFIG"
 TOKEN_ENV = "ORCH_CACHE_TOKEN"
 USER_ENV = "ORCH_CACHE_USER"
 PASSWORD_ENV = "ORCH_CACHE_PASSWORD"
 URL_SCHEMES = ("http://", "https://", "file://")
+
+
+def check_url(url: str) -> str:
+    """A cache URL urllib can take apart: a known scheme, a parseable host and port."""
+    if not url.startswith(URL_SCHEMES):
+        raise ValueError(f"{url[:200]!r} must start with http://, https:// or file://")
+    if any(ord(c) < 0x20 or c == "\x7f" for c in url):
+        raise ValueError(f"{url[:200]!r} contains a control character")
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as e:
+        raise ValueError(f"{url[:200]!r} is not a valid URL ({e})") from None
+    if parts.scheme != "file" and not _host_ok(parts.hostname or ""):
+        raise ValueError(f"{url[:200]!r} has no valid host name")
+    return url
+
+
+HOST_LABEL = re.compile(r"^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$")
+
+
+def _host_ok(host: str) -> bool:
+    """A DNS name (labels of at most 63, at most 253 in all) or an IP address."""
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        pass
+    return 0 < len(host) <= 253 and all(HOST_LABEL.match(p) for p in host.lower().split("."))
 
 
 class CacheConfig(BaseModel):
@@ -44,16 +76,13 @@ class CacheConfig(BaseModel):
     @classmethod
     def _urls(cls, urls: list[str]) -> list[str]:
         for u in urls:
-            if not u.startswith(URL_SCHEMES):
-                raise ValueError(f"{u!r} must start with http://, https:// or file://")
+            check_url(u)
         return urls
 
     @field_validator("push")
     @classmethod
     def _push(cls, url: str) -> str:
-        if url and not url.startswith(URL_SCHEMES):
-            raise ValueError(f"{url!r} must start with http://, https:// or file://")
-        return url
+        return check_url(url) if url else url
 
     @property
     def push_url(self) -> str:
@@ -76,10 +105,7 @@ def load_config(repo_root: Path, env: Mapping[str, str] | None = None) -> CacheC
         if env.get(CONFIG_ENV):
             raise UserError(f"{CONFIG_ENV}={path}: no such file")
         return CacheConfig()
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(f"{path}: not valid TOML ({e})") from None
+    data = read_toml(path, "fix the cache config")
     try:
         cfg = CacheConfig.model_validate(data.get("cache", {}))
     except ValidationError as e:

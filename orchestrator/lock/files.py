@@ -1,8 +1,7 @@
 """Reading and writing locks/<name>.toml (spec) and locks/<name>.lock.json (the lock)."""
 from __future__ import annotations
 
-import json
-import tomllib
+import re
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -10,16 +9,24 @@ from pydantic import ValidationError
 from orchestrator.errors import UserError
 from orchestrator.hashing import pretty_json, sha256_bytes
 from orchestrator.model.lock import Lock, LockSpec
-from orchestrator.model.recipe import describe_validation_error
+from orchestrator.model.recipe import NAME_RE, describe_validation_error
+from orchestrator.model.user_file import read_json, read_toml
 from orchestrator.store import write_atomic
 
 
+def check_lock_name(name: str) -> str:
+    if not re.match(NAME_RE, name):
+        raise UserError(f"lock name {name[:80]!r} is not valid: use lower-case letters, digits, "
+                        "'-', '_', '.' (at most 100)")
+    return name
+
+
 def spec_path(locks_dir: Path, name: str) -> Path:
-    return locks_dir / f"{name}.toml"
+    return locks_dir / f"{check_lock_name(name)}.toml"
 
 
 def lock_path(locks_dir: Path, name: str) -> Path:
-    return locks_dir / f"{name}.lock.json"
+    return locks_dir / f"{check_lock_name(name)}.lock.json"
 
 
 def load_spec(locks_dir: Path, name: str) -> tuple[LockSpec, str]:
@@ -27,13 +34,9 @@ def load_spec(locks_dir: Path, name: str) -> tuple[LockSpec, str]:
     path = spec_path(locks_dir, name)
     if not path.is_file():
         raise UserError(f"no lock spec {path}; create it or pass lock=<name> of an existing one")
-    raw = path.read_bytes()
+    data = read_toml(path, "fix the spec")
     try:
-        data = tomllib.loads(raw.decode())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: malformed TOML: {e}; fix the file") from None
-    try:
-        return LockSpec.model_validate(data), sha256_bytes(raw)
+        return LockSpec.model_validate(data), sha256_bytes(path.read_bytes())
     except ValidationError as e:
         raise UserError(f"{path}: {describe_validation_error(e)}; fix the spec") from None
 
@@ -42,10 +45,7 @@ def load_lock(locks_dir: Path, name: str) -> Lock:
     path = lock_path(locks_dir, name)
     if not path.is_file():
         raise UserError(f"no lock file {path}; run `doit lock` to write it")
-    try:
-        data = json.loads(path.read_text())
-    except ValueError as e:
-        raise UserError(f"{path}: malformed JSON: {e}; run `doit lock` to rewrite it") from None
+    data = read_json(path, "run `doit lock` to rewrite it")
     try:
         lock = Lock.model_validate(data)
     except ValidationError as e:

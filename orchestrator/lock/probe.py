@@ -11,9 +11,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from orchestrator.errors import UserError
 from orchestrator.hashing import sha256_file
 from orchestrator.model.lock import CompilerEntry, PythonEntry, SystemPackageEntry
+from orchestrator.model.recipe import describe_validation_error
 
 PY_PROBE = r"""
 import json, platform, sysconfig
@@ -32,11 +35,22 @@ def probe_python(path: str) -> PythonEntry:
     if "conda" in real.split(os.sep) or Path(real).parent.joinpath("conda").exists():
         raise UserError(f"python interpreter {real} belongs to conda; its static libpython breaks "
                         "lldb: use the system python3 (/usr/bin/python3)")
-    out = subprocess.run([exe, "-c", PY_PROBE], capture_output=True, text=True, check=True).stdout
-    facts = json.loads(out)
-    return PythonEntry(name="python", path=exe, version=facts["version"], soabi=facts["soabi"],
-                       ext_suffix=facts["ext_suffix"], sha256=sha256_file(real),
-                       libpython_soname=facts["libpython"])
+    not_python = (f"python interpreter {path!r} is not a working Python (%s); point [python] "
+                  "interpreter in the lock spec at one, e.g. /usr/bin/python3, and run `doit lock`")
+    try:
+        res = subprocess.run([exe, "-c", PY_PROBE], capture_output=True, text=True, timeout=60)
+        facts = json.loads(res.stdout.strip().splitlines()[-1]) if res.returncode == 0 else None
+        if not isinstance(facts, dict):
+            raise ValueError(f"exit status {res.returncode}")
+        return PythonEntry(name="python", path=exe, version=facts["version"], soabi=facts["soabi"],
+                           ext_suffix=facts["ext_suffix"], sha256=sha256_file(real),
+                           libpython_soname=facts["libpython"])
+    except (OSError, subprocess.SubprocessError) as e:
+        raise UserError(not_python % (getattr(e, "strerror", None) or type(e).__name__)) from None
+    except ValidationError as e:
+        raise UserError(not_python % f"its probe printed bad facts: {describe_validation_error(e)}") from None
+    except (ValueError, IndexError, KeyError, TypeError) as e:
+        raise UserError(not_python % f"its probe printed no facts: {str(e)[:80]}") from None
 
 
 def compiler_version_line(exe: str) -> str:

@@ -1,7 +1,13 @@
 """nightly.toml: the build bot's matrix (recipes × variants), smoke tests and reporting."""
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import string
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from orchestrator.model.process_values import ArgStr
+
+SMOKE_FIELDS = ("recipe", "variant", "build_type")
 
 
 class MatrixEntry(BaseModel):
@@ -10,10 +16,30 @@ class MatrixEntry(BaseModel):
     variants: list[str] = Field(min_length=1)
     # Shell commands run after `. .orch/env.sh` in a workspace switched to the artifact;
     # {recipe}, {variant} and {build_type} are substituted. Each must exit 0.
-    smoke: list[str] = []
+    smoke: list[ArgStr] = []
     # Entries that need a GPU are skipped (and reported as skipped) where none is visible.
     requires_gpu: bool = False
     timeout_s: float = Field(default=600, gt=0)
+
+    @field_validator("smoke")
+    @classmethod
+    def _templates(cls, cmds: list[str]) -> list[str]:
+        """Each command must be a str.format template naming only SMOKE_FIELDS ({{ for a brace)."""
+        for cmd in cmds:
+            try:
+                names = [f for _, f, _spec, _conv in string.Formatter().parse(cmd) if f is not None]
+            except ValueError as e:
+                raise ValueError(f"{cmd[:80]!r}: {e} (write {{{{ and }}}} for literal braces)") from None
+            for name in names:
+                if name not in SMOKE_FIELDS:
+                    raise ValueError(f"{cmd[:80]!r}: unknown placeholder {{{name[:40]}}}; use "
+                                     f"{', '.join('{' + f + '}' for f in SMOKE_FIELDS)} "
+                                     "(write {{ and }} for literal braces)")
+            try:
+                cmd.format(**{f: "x" for f in SMOKE_FIELDS})
+            except (ValueError, KeyError, IndexError, AttributeError) as e:
+                raise ValueError(f"{cmd[:80]!r}: {e}") from None
+        return cmds
 
 
 class NightlyConfig(BaseModel):

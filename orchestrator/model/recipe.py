@@ -6,20 +6,24 @@ comments and key order never change an artifact id.
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from orchestrator.errors import UserError
+from orchestrator.model.process_values import MAX_ARG, ArgStr, EnvKey, PathStr
+from orchestrator.model.user_file import read_toml
 from orchestrator.model.verify_rules import VerifyRules
 from orchestrator.model.pytorch_options import PyTorchOptions
 from orchestrator.model.source_archive import ArchiveSource
 
-DefineValue = Union[bool, int, str]
+DefineValue = Union[bool, int, ArgStr]
+# All of a recipe's flags, defines and env together: well under the kernel's ARG_MAX.
+MAX_PROCESS_VALUES = 8 * MAX_ARG
 STANDARD_VARIANTS = ("relwithdebinfo", "release", "debug")
-NAME_RE = r"^[a-z0-9][a-z0-9_.-]*$"
+# Recipe, variant and lock names (also in cache records and store paths): short and plain.
+NAME_RE = r"^[a-z0-9][a-z0-9_.-]{0,99}$"
 
 
 class _Strict(BaseModel):
@@ -29,29 +33,36 @@ class _Strict(BaseModel):
 class PathSource(_Strict):
     """A directory on disk: relative to the recipes/ folder, or absolute."""
     kind: Literal["path"] = "path"
-    path: str
+    path: PathStr
 
 
 SourceSpec = Annotated[Union[PathSource, ArchiveSource], Field(discriminator="kind")]
 
 
 class BuildSpec(_Strict):
-    system: Literal["cmake", "setuptools", "pytorch"]
-    defines: dict[str, DefineValue] = {}
-    env: dict[str, str] = {}
-    cflags: list[str] = []
-    targets: list[str] = []
+    system: Literal["cmake", "setuptools", "pep517", "pytorch"]
+    defines: dict[ArgStr, DefineValue] = {}
+    env: dict[EnvKey, ArgStr] = {}
+    cflags: list[ArgStr] = []
+    targets: list[ArgStr] = []
     # Lock entries the build depends on; None means the build system's default set.
     uses: list[str] | None = None
     # Options of the pytorch build system (see model/pytorch_options.py).
     pytorch: PyTorchOptions | None = None
 
+    @model_validator(mode="after")
+    def _pep517_names_its_backend(self) -> "BuildSpec":
+        if self.system == "pep517" and self.uses is None:
+            raise ValueError('system = "pep517" needs uses = [...] naming the backend\'s lock '
+                             'entries (e.g. "pypi:scikit-build-core"), so they are part of the id')
+        return self
+
 
 class VariantSpec(_Strict):
     build_type: Literal["RelWithDebInfo", "Release", "Debug", "MinSizeRel"]
-    defines: dict[str, DefineValue] = {}
-    env: dict[str, str] = {}
-    cflags: list[str] = []
+    defines: dict[ArgStr, DefineValue] = {}
+    env: dict[EnvKey, ArgStr] = {}
+    cflags: list[ArgStr] = []
 
 
 class OutputSpec(_Strict):
@@ -64,7 +75,7 @@ class OutputSpec(_Strict):
 class Recipe(_Strict):
     name: str = Field(pattern=NAME_RE)
     description: str = ""
-    lock: str = "toolchain"
+    lock: str = Field(default="toolchain", pattern=NAME_RE)
     source: SourceSpec
     build: BuildSpec
     variants: dict[str, VariantSpec]
@@ -80,6 +91,16 @@ class Recipe(_Strict):
             if not re.match(NAME_RE, name):
                 raise ValueError(f"variant name {name!r} must match {NAME_RE}")
         return v
+
+    @model_validator(mode="after")
+    def _fits_a_command_line(self) -> "Recipe":
+        parts = [self.build, *self.variants.values()]
+        total = sum(len(str(x).encode()) for p in parts
+                    for x in [*p.cflags, *p.defines, *p.defines.values(), *p.env, *p.env.values()])
+        if total > MAX_PROCESS_VALUES:
+            raise ValueError(f"cflags, defines and env add up to {total} bytes; at most "
+                             f"{MAX_PROCESS_VALUES} fit the build's command lines")
+        return self
 
 
 class ResolvedVariant(_Strict):
@@ -127,13 +148,12 @@ def recipe_path(recipes_dir: Path, name: str) -> Path:
 def load_recipe(recipes_dir: Path, name: str) -> Recipe:
     """Parse and validate recipes/<name>.toml; any problem is one UserError line."""
     path = recipe_path(recipes_dir, name)
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise UserError(f"{path}: malformed TOML: {e}; fix the file") from None
+    data = read_toml(path, "fix the recipe")
     data.setdefault("name", name)
     if data["name"] != name:
-        raise UserError(f"{path}: name = {data['name']!r} does not match the file name {name!r}")
+        if not isinstance(data["name"], str):
+            raise UserError(f"{path}: name must be a string; fix the recipe")
+        raise UserError(f"{path}: name = {data['name'][:80]!r} does not match the file name {name!r}")
     try:
         return Recipe.model_validate(data)
     except ValidationError as e:
