@@ -60,8 +60,13 @@ def cmd_build(settings: Settings) -> Realised:
         msg = f"up to date: {describe(r)} ({time.monotonic() - t0:.2f}s)"
     else:
         msg = describe(r)
-    emit(settings, {"id": r.plan.artifact_id, "path": str(r.path), "origin": r.origin,
-                    "recipe": r.plan.recipe.name, "variant": r.plan.variant_name}, msg)
+    data = {"id": r.plan.artifact_id, "path": str(r.path), "origin": r.origin,
+            "recipe": r.plan.recipe.name, "variant": r.plan.variant_name}
+    if r.comparison is not None:  # rebuild=1 / check=1
+        data["comparison"] = r.comparison
+        same = "identical to" if r.comparison["identical"] else "differs from"
+        msg += f"; {r.comparison['mode']}: the new build {same} the store"
+    emit(settings, data, msg)
     return r
 
 
