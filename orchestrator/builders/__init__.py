@@ -80,4 +80,10 @@ def get_builder(system: str) -> Builder:
     if system == "pytorch":
         from orchestrator.builders.pytorch import PyTorchBuilder
         return PyTorchBuilder()
-    raise UserError(f"build system {system!r} has no builder yet; use cmake")
+    if system == "setuptools":
+        from orchestrator.builders.setuptools import SetuptoolsBuilder
+        return SetuptoolsBuilder()
+    if system == "pep517":
+        from orchestrator.builders.pep517 import Pep517Builder
+        return Pep517Builder()
+    raise UserError(f"build system {system!r} has no builder; use cmake, setuptools, pep517 or pytorch")

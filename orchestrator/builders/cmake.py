@@ -38,10 +38,24 @@ def configure_args(ctx: BuildContext, overrides: dict[str, str] | None = None) -
     }
     if tc.nvcc is not None:
         defines["CMAKE_CUDA_COMPILER"] = str(tc.nvcc)
+    defines.update(locked_package_hints(ctx))
     defines.update(ctx.compile_cache.cmake_defines())
     defines.update(overrides or {})
     defines.update({k: define_value(v) for k, v in var.defines.items()})
     return ["-G", "Ninja", *(f"-D{k}={v}" for k, v in sorted(defines.items()))]
+
+
+# Locked wheels that ship CMake package configs: find_package(Torch) / (pybind11) unaided.
+CMAKE_PACKAGE_DIRS = {"pypi:torch": "torch/share/cmake", "pypi:pybind11": "pybind11/share/cmake"}
+
+
+def locked_package_hints(ctx: BuildContext) -> dict[str, str]:
+    """CMAKE_PREFIX_PATH to the CMake configs of the locked wheels the recipe uses (only then:
+    other recipes' defines stay as they are). Absolute, but only on the command line: the
+    derivation names the wheels by hash."""
+    sp = ctx.toolchain.site_packages()
+    dirs = [str(sp / rel) for key, rel in CMAKE_PACKAGE_DIRS.items() if key in ctx.plan.inputs]
+    return {"CMAKE_PREFIX_PATH": ";".join(dirs)} if dirs else {}
 
 
 def configure(ctx: BuildContext, env: dict[str, str] | None = None,
