@@ -6,6 +6,7 @@ import time
 
 from rich.table import Table
 
+from orchestrator.builders import launcher
 from orchestrator.console import console
 from orchestrator.errors import UserError
 from orchestrator.hashing import pretty_json
@@ -111,7 +112,10 @@ def cmd_status(settings: Settings) -> None:
     rows = [artifact_row(store, p) for p in store.artifacts()]
     data = {"workspace": str(ws.root), "generation": ws.current_generation(),
             "active": next((r for r in rows if active and r["path"] == str(active)), None),
-            "store": str(store.root), "artifacts": rows}
+            "store": str(store.root), "artifacts": rows,
+            "compile_cache": dict(zip(("bytes", "files"),
+                                      launcher.local_usage(store.root / "ccache")),
+                                  dir=str(store.root / "ccache"))}
     if settings.fmt == "json":
         print(pretty_json(data), end="")
         return
@@ -128,6 +132,8 @@ def cmd_status(settings: Settings) -> None:
         table.add_row("*" if data["active"] is r else "", r["recipe"], r["variant"], r["id"],
                       f"{r['size'] / 1e6:.1f}", str(r["files"]), r["origin"])
     console.print(table)
+    cc = data["compile_cache"]
+    console.print(f"compile cache: {cc['bytes'] / 1e6:.1f} MB in {cc['files']} files ({cc['dir']})")
 
 
 def cmd_gc(settings: Settings) -> None:
@@ -138,7 +144,11 @@ def cmd_gc(settings: Settings) -> None:
             raise ValueError
     except ValueError:
         raise UserError(f"keep={raw!r} is not a non-negative integer") from None
+    ccache_max, ccache_older = launcher.trim_request(settings.vars)
     store = store_of(settings)
     deleted = store.gc(gc_roots(store, keep))
-    emit(settings, {"deleted": [str(p) for p in deleted]},
-         f"gc: deleted {len(deleted)} artifact(s)" + "".join(f"\n  {p.name}" for p in deleted))
+    cache_line = launcher.trim(store.root, ccache_max, ccache_older)
+    emit(settings, {"deleted": [str(p) for p in deleted],
+                    "compile_cache_bytes": launcher.local_usage(store.root / "ccache")[0]},
+         f"gc: deleted {len(deleted)} artifact(s)" + "".join(f"\n  {p.name}" for p in deleted)
+         + f"\n{cache_line}")

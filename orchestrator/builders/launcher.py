@@ -332,29 +332,35 @@ def find_ccache(store_root: Path) -> Path | None:
     return None
 
 
-def trim(store_root: Path, max_size: str | None, older_than: str | None) -> str:
-    """`doit gc ccache_max=5G` / `ccache_evict_older=7d`: trim the store's compile cache;
-    returns ccache's summary. Bad values are UserErrors naming the variable."""
-    directory = store_root / "ccache"
+def trim_request(variables: dict[str, str]) -> tuple[str | None, str | None]:
+    """`doit gc ccache_max=5G ccache_evict_older=7d`: the checked values (UserError naming the
+    variable otherwise), or None where not asked."""
+    max_size, older = variables.get("ccache_max"), variables.get("ccache_evict_older")
     if max_size is not None:
         try:
             CompileCacheConfig(max_size=max_size)
         except ValueError:
             raise UserError(f"ccache_max={max_size!r}: use a size such as 5G or 500M") from None
-    if older_than is not None and not (older_than[:-1].isdigit() and older_than[-1] in "sd"):
-        raise UserError(f"ccache_evict_older={older_than!r}: use an age such as 7d or 3600s")
-    if not directory.is_dir():
-        return "compile cache: empty"
-    binary = find_ccache(store_root)
-    if binary is None:
-        raise UserError(f"no ccache in any toolchain of {store_root}; run `doit toolchain`")
-    env = {**os.environ, "CCACHE_DIR": str(directory),
-           "CCACHE_CONFIGPATH": str(directory / "ccache.conf")}
-    if older_than is not None:
-        subprocess.run([binary, "--evict-older-than", older_than], env=env, check=True,
-                       capture_output=True)
-    if max_size is not None:
-        subprocess.run([binary, "--cleanup"], env={**env, "CCACHE_MAXSIZE": max_size},
-                       check=True, capture_output=True)
+    if older is not None and not (older[:-1].isdigit() and older[-1:] in ("s", "d")):
+        raise UserError(f"ccache_evict_older={older!r}: use an age such as 7d or 3600s")
+    return max_size, older
+
+
+def trim(store_root: Path, max_size: str | None, older_than: str | None) -> str:
+    """Trim the store's compile cache (LRU down to max_size; entries unused for older_than);
+    returns the size line."""
+    directory = store_root / "ccache"
+    if directory.is_dir() and (max_size or older_than):
+        binary = find_ccache(store_root)
+        if binary is None:
+            raise UserError(f"no ccache in any toolchain of {store_root}; run `doit toolchain`")
+        env = {**os.environ, "CCACHE_DIR": str(directory),
+               "CCACHE_CONFIGPATH": str(directory / "ccache.conf")}
+        if older_than is not None:
+            subprocess.run([binary, "--evict-older-than", older_than], env=env, check=True,
+                           capture_output=True)
+        if max_size is not None:
+            subprocess.run([binary, "--cleanup"], env={**env, "CCACHE_MAXSIZE": max_size},
+                           check=True, capture_output=True)
     size, files = local_usage(directory)
-    return f"compile cache: {size / 1e6:.1f} MB in {files} files"
+    return f"compile cache: {size / 1e6:.1f} MB in {files} files ({directory})"
