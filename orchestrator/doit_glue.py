@@ -53,6 +53,16 @@ def task(verb: Callable[[Settings], object], doc: str) -> dict:
     return {"actions": [action(verb)], "doc": doc, "uptodate": [False], "verbosity": 2}
 
 
+def args_task(verb: Callable[[Settings, list[str]], object], doc: str) -> dict:
+    """A task whose verb also gets the command line's positional words (`doit why A B`)."""
+
+    def run(pos: list[str]) -> object:
+        return action(lambda settings: verb(settings, list(pos)))()
+
+    run.__name__ = verb.__name__
+    return {"actions": [run], "doc": doc, "uptodate": [False], "verbosity": 2, "pos_arg": "pos"}
+
+
 class QuietReporter(ConsoleReporter):
     """doit's console reporter without the per-task banner (our verbs speak for themselves)."""
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from orchestrator import commands
-from orchestrator.doit_glue import task
+from orchestrator.doit_glue import task, args_task
 
 
 def task_lock():
@@ -39,6 +39,18 @@ def task_rollback():
 def task_status():
     """Show the active artifact and what else is in the store (format=json)."""
     return task(commands.cmd_status, task_status.__doc__)
+
+
+def task_plan():
+    """Show recipe/variant's id, derivation, lock entries and what build would do (format=json)."""
+    from orchestrator.plan_why import cmd_plan
+    return task(cmd_plan, task_plan.__doc__)
+
+
+def task_why():
+    """Why two stored artifacts differ: doit why ID_A ID_B (6+ hex digits each; format=json)."""
+    from orchestrator.plan_why import cmd_why
+    return args_task(cmd_why, task_why.__doc__)
 
 
 def task_gc():

@@ -1,0 +1,107 @@
+"""`doit plan` (id, derivation, lock entries, what build would do) and `doit why A B`, on
+real demo builds and a real file:// substituter filled by `doit push`."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from conftest import make_store
+from orchestrator.plan_why import Change, derivation_diff
+
+
+def last_json(stdout: str) -> dict:
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def cache_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORCH_CACHE_")}
+    env.update(ORCH_CACHE_CONFIG=str(tmp_path / "cache.toml"), ORCH_NO_PROGRESS="1",
+               ORCH_CACHE_KEY_DIR=str(tmp_path / "keys"), **extra)
+    return env
+
+
+def test_plan_says_build_then_present(doit, store, tmp_path):
+    fresh = tmp_path / "fresh-store"
+    before = doit("plan", f"store={fresh}", "format=json")
+    assert before.returncode == 0, before.output
+    p = last_json(before.stdout)
+    assert p["action"] == "build" and p["path"] is None
+    assert set(p["inputs"]) == {"python", "compiler:cc", "compiler:cxx", "pypi:cmake", "pypi:ninja"}
+    assert p["derivation"]["variant"]["name"] == "relwithdebinfo"
+    # planning materializes nothing: no toolchain, no build tree, no artifact
+    assert not (fresh / "toolchains").exists() and not (fresh / "build").exists()
+    assert not (fresh / "store").exists() or not list((fresh / "store").iterdir())
+
+    built = doit("build", "format=json")
+    assert built.returncode == 0, built.output
+    assert last_json(built.stdout)["id"] == p["id"]       # same id in another store
+    after = doit("plan")
+    assert after.returncode == 0, after.output
+    assert f"demo relwithdebinfo {p['id']}" in after.output
+    assert "build would: present" in after.output and "pypi:cmake" in after.output
+    assert '"derivation"' not in after.output and '"builder": "cmake"' in after.output
+
+
+def test_plan_names_the_substituter(doit, store, tmp_path, session_toolchain):
+    keys = doit("cache-keygen", "name=team-1", env=cache_env(tmp_path))
+    assert keys.returncode == 0, keys.output
+    public = keys.stdout.strip().splitlines()[-1]
+    cache_url = (tmp_path / "cache").as_uri() + "/"
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache.toml").write_text(
+        f"[cache]\nsubstituters = {json.dumps([cache_url])}\ntrusted-keys = {json.dumps([public])}\n")
+    env = cache_env(tmp_path, ORCH_CACHE_SIGNING_KEY=str(tmp_path / "keys" / "team-1.secret"))
+    assert doit("build", env=env).returncode == 0
+    pushed = doit("push", env=env)
+    assert pushed.returncode == 0, pushed.output
+
+    teammate = make_store(tmp_path / "teammate", session_toolchain)
+    res = doit("plan", f"store={teammate}", "format=json", env=env)
+    assert res.returncode == 0, res.output
+    p = last_json(res.stdout)
+    assert p["action"] == "substitutable" and p["substituter"] == cache_url
+    assert not (teammate / "store").exists() or not list((teammate / "store").iterdir())
+    off = doit("plan", f"store={teammate}", "substitute=0", env=env)
+    assert "build would: build" in off.output
+
+
+def test_why_shows_the_changed_flag(project, doit, store):
+    first = doit("build", "variant=debug", "format=json")
+    assert first.returncode == 0, first.output
+    recipe = project / "recipes/demo.toml"
+    text = recipe.read_text()
+    old = 'cflags = ["-fno-omit-frame-pointer", "-gdwarf-4"]'
+    assert old in text
+    recipe.write_text(text.replace(old, 'cflags = ["-fno-omit-frame-pointer", "-gdwarf-4", "-Og"]'))
+    # -Og fails the debug variant's -O0 rule: commit it anyway, it is only compared here
+    second = doit("build", "variant=debug", "commit_failed=1", "format=json")
+    assert second.returncode == 0, second.output
+    a, b = last_json(first.stdout)["id"], last_json(second.stdout)["id"]
+    assert a != b
+    res = doit("why", a[:8], b[:10])
+    assert res.returncode == 0, res.output
+    assert "variant.cflags: + -Og" in res.output
+    as_json = doit("why", a, b, "format=json")
+    data = last_json(as_json.stdout)
+    assert data["changes"] == [{"path": "variant.cflags", "op": "+", "old": None, "new": "-Og"}]
+    same = doit("why", a, a)
+    assert same.returncode == 0 and "same derivation" in same.output
+
+
+def test_why_bad_input_is_one_line(doit, store):
+    for args in (["why", "0d6e24"], ["why", "xyz", "abcdef12"], ["why", "abcdef12", "abcdef34"],
+                 ["why", "abc", "abcdef12"]):
+        res = doit(*args)
+        assert res.returncode == 2, (args, res.output)
+        assert "Traceback" not in res.output and "error: why:" in res.output
+
+
+def test_derivation_diff_paths():
+    a = {"variant": {"cflags": ["-g"], "build_type": "Debug"}, "inputs": {"x": "1"}}
+    b = {"variant": {"cflags": ["-g", "-Og"], "build_type": "Release"}, "inputs": {"y": "2"}}
+    lines = [c.line() for c in derivation_diff(a, b)]
+    assert lines == ["inputs.x: - 1", "inputs.y: + 2", "variant.build_type: Debug → Release",
+                     "variant.cflags: + -Og"]
+    assert derivation_diff({"l": [1, 2]}, {"l": [2, 1]}) == [Change("l", "~", old=[1, 2], new=[2, 1])]
+    assert derivation_diff(a, a) == []
