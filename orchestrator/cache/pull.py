@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from pydantic import ValidationError
+from rich.markup import escape
 
 from orchestrator.cache.backend import Backend, open_backend, record_key
 from orchestrator.cache.config import CacheConfig, load_config
@@ -20,6 +21,7 @@ from orchestrator.cache.signing import TrustedKeys
 from orchestrator.cache.transfer import TransferStats, download_blobs
 from orchestrator.console import console
 from orchestrator.model.cache_record import CacheRecord
+from orchestrator.model.user_file import MAX_DEPTH, depth_ok
 from orchestrator.store import Store
 
 
@@ -32,10 +34,12 @@ def fetch_record(backend: Backend, artifact_id: str, trusted: TrustedKeys) -> Ca
     where = f"{backend.url}{key}"
     try:
         doc = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise CacheError(f"refused {where}: not valid JSON") from None
     if not isinstance(doc, dict):
         raise CacheError(f"refused {where}: not a JSON object")
+    if not depth_ok(doc):
+        raise CacheError(f"refused {where}: nested deeper than {MAX_DEPTH} levels")
     signer = trusted.verify(doc, where)
     try:
         record = CacheRecord.model_validate(doc)
@@ -134,11 +138,17 @@ def pull(store: Store, artifact_id: str, config: CacheConfig, urls: list[str] | 
                 if not quiet_misses:
                     console.print(f"[dim]{url}: no artifact {artifact_id}[/]")
                 continue
-            path = pull_record(record, store, backend, config.jobs, stats)
+            try:
+                path = pull_record(record, store, backend, config.jobs, stats)
+            except OSError as e:  # a name or size the local filesystem refuses
+                raise CacheError(f"refused {url}{record_key(artifact_id)}: cannot materialize "
+                                 f"it here ({e.strerror or e})") from None
             return path, url
         except CacheError as e:
-            console.print(f"[yellow]warning:[/] {e}")
-            first_error = first_error or e
+            if first_error is None:
+                first_error = e  # raised below: printed once, by whoever reports it
+            else:
+                console.print(f"[yellow]warning:[/] {escape(str(e))}", soft_wrap=True)
         finally:
             backend.close()
     if first_error is not None:
@@ -166,8 +176,9 @@ def substitute(settings, plan, store: Store) -> Path | None:  # noqa: ANN001 (av
     stats = TransferStats()
     try:
         got = pull(store, plan.artifact_id, config, stats=stats)
-    except CacheError:
-        console.print(f"no substituter could deliver {plan.name}; building it here")
+    except CacheError as e:
+        console.print(f"[yellow]warning:[/] {escape(str(e))}; building {plan.name} here",
+                      soft_wrap=True)
         return None
     if got is None:
         return None

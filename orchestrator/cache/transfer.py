@@ -222,6 +222,11 @@ class _Source:
         return out
 
 
+def truncated(where: str, got: int, size: int) -> str:
+    return (f"refused {where}: truncated blob ({got} of {size} bytes decompressed; the cache "
+            "holds an incomplete copy: push the artifact again)")
+
+
 def _fetch_small(backend: Backend, sha256: str, size: int, dest: Path, meter: Meter,
                  stats: TransferStats) -> None:
     """A small blob in one go on the calling thread (threads would cost more than they save)."""
@@ -246,9 +251,8 @@ def _fetch_small(backend: Backend, sha256: str, size: int, dest: Path, meter: Me
         raise CacheError(f"refused {where}: not valid zstd data ({e})") from None
     if len(data) > size:
         raise CacheError(f"refused {where}: more data than the record's {size} bytes")
-    if len(data) != size:
-        raise TransferInterrupted(f"refused {where}: transfer cut short ({len(data)} of {size} "
-                                  "bytes)")
+    if len(data) != size:  # the stream ended cleanly: the cache's copy itself is short
+        raise CacheError(truncated(where, len(data), size))
     if hashlib.sha256(data).hexdigest() != sha256:
         raise CacheError(f"refused {where}: content hash mismatch (tampered or corrupted blob)")
     fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
@@ -313,6 +317,8 @@ def fetch_blob(backend: Backend, sha256: str, size: int, dest: Path, meter: Mete
     if writer.error is not None:
         raise CacheError(f"cannot write to the store: {writer.error.strerror} ({dest})")
     if written != size:
+        if source.ended:  # the stream ended cleanly: the cache's copy itself is short
+            raise CacheError(truncated(where, written, size))
         raise TransferInterrupted(f"refused {where}: transfer cut short ({written} of {size} "
                                   "bytes)")
     if writer.hash.hexdigest() != sha256:

@@ -15,11 +15,16 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from orchestrator.hashing import digest_of
 from orchestrator.model.manifest import MANIFEST_NAME, FileEntry, Manifest
+from orchestrator.model.process_values import NAME_MAX, PATH_MAX
+from orchestrator.model.recipe import NAME_RE
 
 RECORD_FORMAT = "orchestrator-cache-record/1"
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 ID_RE = re.compile(r"^[0-9a-f]{40}$")
 MAX_SYMLINK_HOPS = 40
+# A path inside an artifact, leaving room below PATH_MAX for <store>/tmp/<staging>/.
+MAX_RELATIVE_PATH = PATH_MAX - 1024
+CONTROL_RE = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class Signature(BaseModel):
@@ -41,6 +46,13 @@ def path_problem(path: str) -> str | None:
     """Why a manifest path is unsafe to create below the artifact dir, or None."""
     if not path or "\0" in path:
         return "empty path or NUL byte"
+    if CONTROL_RE.search(path):
+        return "path contains a control character"
+    raw = path.encode("utf-8", "surrogateescape")
+    if len(raw) > MAX_RELATIVE_PATH:
+        return f"path is {len(raw)} bytes (at most {MAX_RELATIVE_PATH})"
+    if any(len(p) > NAME_MAX for p in raw.split(b"/")):
+        return f"path has a component over {NAME_MAX} bytes"
     if path.startswith("/"):
         return "absolute path"
     parts = path.split("/")
@@ -85,9 +97,33 @@ def escapes(link_path: str, target: str, links: dict[str, str]) -> bool:
     return False
 
 
+def target_problem(target: str | None) -> str | None:
+    """Why a symlink target cannot be created as written (the kernel's limits), or None."""
+    if not target:
+        return "empty target"
+    if "\0" in target or CONTROL_RE.search(target):
+        return "target contains a NUL or control character"
+    raw = target.encode("utf-8", "surrogateescape")
+    if len(raw) >= PATH_MAX or any(len(p) > NAME_MAX for p in raw.split(b"/")):
+        return "target is longer than the kernel allows"
+    return None
+
+
+def names_problem(manifest: Manifest) -> str | None:
+    """Recipe and variant must be names a local recipe could have (they name store paths)."""
+    for what, value in (("recipe", manifest.recipe), ("variant", manifest.variant)):
+        if not re.match(NAME_RE, value):
+            return f"{what} name {value[:80]!r} is not a valid name (must match {NAME_RE})"
+    return None
+
+
 def manifest_problem(manifest: Manifest) -> str | None:
-    """First reason the manifest's file list is unsafe to materialize, or None."""
+    """First reason the manifest's names or file list are unsafe to materialize, or None."""
+    bad_names = names_problem(manifest)
+    if bad_names:
+        return bad_names
     seen: set[str] = set()
+    files = {f.path for f in manifest.files if f.kind == "file"}
     links = {f.path: f.target or "" for f in manifest.files if f.kind == "symlink"}
     for f in manifest.files:
         bad = path_problem(f.path)
@@ -101,9 +137,13 @@ def manifest_problem(manifest: Manifest) -> str | None:
             parent = "/".join(parts[:i])
             if parent in links:
                 return f"{f.path!r} lies below the symlink {parent!r}"
+            if parent in files:
+                return f"{f.path!r} lies below the file {parent!r}"
         if f.kind == "file":
             if not SHA256_RE.match(f.sha256 or "") or f.size < 0 or f.target is not None:
                 return f"file entry {f.path!r} needs a sha256, a size and no target"
+        elif (bad_target := target_problem(f.target)) is not None:
+            return f"symlink {f.path!r}: {bad_target}"
         elif f.target is None or escapes(f.path, f.target, links):
             return f"symlink {f.path!r} -> {f.target!r} escapes the artifact"
     return None

@@ -19,7 +19,7 @@ MAX_DEPTH = 64
 MAX_BYTES = 64 * 1024 * 1024
 
 
-def _depth_ok(obj: Any, limit: int = MAX_DEPTH) -> bool:
+def depth_ok(obj: Any, limit: int = MAX_DEPTH) -> bool:
     """True when obj's containers nest at most `limit` levels (iterative: no recursion)."""
     stack: list[tuple[Any, int]] = [(obj, 0)]
     while stack:
@@ -51,7 +51,7 @@ def read_text(path: Path, fix: str) -> str:
 
 
 def _checked(path: Path, data: Any, fix: str) -> Any:
-    if not _depth_ok(data):
+    if not depth_ok(data):
         raise UserError(f"{path}: nested deeper than {MAX_DEPTH} levels; {fix}")
     return data
 
