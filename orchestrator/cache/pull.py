@@ -177,7 +177,7 @@ def substitute(settings, plan, store: Store) -> Path | None:  # noqa: ANN001 (av
     try:
         got = pull(store, plan.artifact_id, config, stats=stats)
     except CacheError as e:
-        console.print(f"[yellow]warning:[/] {escape(str(e))}; building {plan.name} here",
+        console.print(f"[yellow]warning:[/] {escape(str(e))}; building it here",
                       soft_wrap=True)
         return None
     if got is None:
