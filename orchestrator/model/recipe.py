@@ -53,8 +53,8 @@ class BuildSpec(_Strict):
     @model_validator(mode="after")
     def _pep517_names_its_backend(self) -> "BuildSpec":
         if self.system == "pep517" and self.uses is None:
-            raise ValueError('system = "pep517" needs uses = [...] naming the backend\'s lock '
-                             'entries (e.g. "pypi:scikit-build-core"), so they are part of the id')
+            raise ValueError('build.uses is required with system = "pep517": list the backend\'s '
+                             'lock entries (e.g. "pypi:scikit-build-core") so they are part of the id')
         return self
 
 
