@@ -85,7 +85,7 @@ def _serve_raw(tmp_path: Path, url: str, key: str, raw: bytes, nginx: NginxServe
 
 @pytest.mark.parametrize("damage,message", [
     ("tamper", "content hash mismatch"),
-    ("truncate", "cut short"),
+    ("truncate", "truncated blob"),  # a short copy in the cache, not a cut stream
     ("garbage", "not valid zstd"),
     ("longer", "more data than"),
     ("padded", "far more compressed data"),

@@ -36,10 +36,11 @@ class Backend(Protocol):
     def get(self, key: str, limit: int = RECORD_LIMIT) -> bytes | None:
         """A small object's bytes, or None when it is absent."""
 
-    def stream(self, key: str) -> AbstractContextManager[Iterator[bytes]]:
-        """The object's bytes in chunks; CacheError when absent, unreachable or cut short."""
+    def stream(self, key: str, size: int = 0) -> AbstractContextManager[Iterator[bytes]]:
+        """The object's bytes in chunks; CacheError when absent, unreachable or cut short.
+        `size` (the content's size, if known) widens the overall deadline (cache/deadline.py)."""
 
-    def put(self, key: str, body: Body) -> int:
+    def put(self, key: str, body: Body, size: int = 0) -> int:
         """Store an object atomically (readers see all of it or nothing); return bytes sent."""
 
     def close(self) -> None:

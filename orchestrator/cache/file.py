@@ -43,7 +43,7 @@ class FileBackend:
         return data
 
     @contextlib.contextmanager
-    def stream(self, key: str) -> Iterator[Iterator[bytes]]:
+    def stream(self, key: str, size: int = 0) -> Iterator[Iterator[bytes]]:
         path = self._path(key)
         try:
             f = open(path, "rb")
@@ -58,7 +58,7 @@ class FileBackend:
                 raise TransferInterrupted(f"cache {self.url}: cannot read {key} "
                                           f"({e.strerror})") from None
 
-    def put(self, key: str, body: Body) -> int:
+    def put(self, key: str, body: Body, size: int = 0) -> int:
         path = self._path(key)
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
         sent = 0

@@ -12,10 +12,13 @@ from typing import Iterator
 import requests
 import urllib3
 from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.util.retry import Retry
 
 from orchestrator.cache.backend import CHUNK, RECORD_LIMIT, Body
 from orchestrator.cache.config import CacheConfig, Credentials
+from orchestrator.cache.deadline import Deadline, attach_current, blob_deadline
 from orchestrator.cache.errors import CacheError, TransferInterrupted
 
 RETRY_STATUS = (429, 500, 502, 503, 504)
@@ -33,6 +36,28 @@ def _reason(exc: Exception) -> str:
     return type(exc).__name__
 
 
+class _DeadlineHTTPConnection(HTTPConnection):
+    """Joins the calling thread's Deadline before each request (so it can be cut off)."""
+
+    def request(self, *args, **kwargs):  # noqa: ANN002,ANN003,ANN201 - urllib3's signature
+        attach_current(self)
+        return super().request(*args, **kwargs)
+
+
+class _DeadlineHTTPSConnection(HTTPSConnection):
+    def request(self, *args, **kwargs):  # noqa: ANN002,ANN003,ANN201
+        attach_current(self)
+        return super().request(*args, **kwargs)
+
+
+class _DeadlineHTTPPool(HTTPConnectionPool):
+    ConnectionCls = _DeadlineHTTPConnection
+
+
+class _DeadlineHTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _DeadlineHTTPSConnection
+
+
 class HttpBackend:
     def __init__(self, url: str, config: CacheConfig, creds: Credentials) -> None:
         self.url = url if url.endswith("/") else url + "/"
@@ -44,6 +69,9 @@ class HttpBackend:
                       raise_on_status=False)
         adapter = HTTPAdapter(max_retries=retry, pool_connections=2,
                               pool_maxsize=config.jobs + 4)
+        adapter.poolmanager.pool_classes_by_scheme = {"http": _DeadlineHTTPPool,
+                                                      "https": _DeadlineHTTPSPool}
+        self.deadline_s = config.timeout
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
         # Proxies from the environment are resolved once for this URL, not on every request
@@ -75,7 +103,14 @@ class HttpBackend:
         action = "push to" if verb == "PUT" else "read from"
         return CacheError(f"{action} {self.url} refused ({verb} {key}: {code}): {hint}")
 
+    def _deadline(self, verb: str, key: str, size: int = 0) -> Deadline:
+        return Deadline(blob_deadline(self.deadline_s, size), f"cache {self.url}: {verb} {key}")
+
     def exists(self, key: str) -> bool:
+        with self._deadline("HEAD", key):
+            return self._exists(key)
+
+    def _exists(self, key: str) -> bool:
         try:
             r = self.session.head(self.url + key, timeout=self.timeout, allow_redirects=True)
         except requests.RequestException as e:
@@ -87,6 +122,10 @@ class HttpBackend:
         raise self._refused("HEAD", key, r)
 
     def get(self, key: str, limit: int = RECORD_LIMIT) -> bytes | None:
+        with self._deadline("GET", key):
+            return self._get(key, limit)
+
+    def _get(self, key: str, limit: int) -> bytes | None:
         try:
             with self.session.get(self.url + key, timeout=self.timeout, stream=True) as r:
                 if r.status_code == 404:
@@ -106,7 +145,12 @@ class HttpBackend:
                              f"({_reason(e)})") from None
 
     @contextlib.contextmanager
-    def stream(self, key: str) -> Iterator[Iterator[bytes]]:
+    def stream(self, key: str, size: int = 0) -> Iterator[Iterator[bytes]]:
+        with self._deadline("GET", key, size), self._stream(key) as chunks:
+            yield chunks
+
+    @contextlib.contextmanager
+    def _stream(self, key: str) -> Iterator[Iterator[bytes]]:
         try:
             r = self.session.get(self.url + key, timeout=self.timeout, stream=True)
         except requests.RequestException as e:
@@ -122,7 +166,11 @@ class HttpBackend:
                 raise TransferInterrupted(f"cache {self.url}: transfer of {key} was cut short "
                                  f"({_reason(e)})") from None
 
-    def put(self, key: str, body: Body) -> int:
+    def put(self, key: str, body: Body, size: int = 0) -> int:
+        with self._deadline("PUT", key, size * PUT_ATTEMPTS):
+            return self._put(key, body)
+
+    def _put(self, key: str, body: Body) -> int:
         for attempt in range(PUT_ATTEMPTS):
             sent = 0
 

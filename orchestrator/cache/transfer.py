@@ -233,7 +233,7 @@ def _fetch_small(backend: Backend, sha256: str, size: int, dest: Path, meter: Me
     key = blob_key(sha256)
     where = f"{backend.url}{key}"
     raw = bytearray()
-    with backend.stream(key) as chunks:
+    with backend.stream(key, size) as chunks:
         for chunk in chunks:
             raw += chunk
             if len(raw) > max_wire(size):
@@ -283,7 +283,7 @@ def fetch_blob(backend: Backend, sha256: str, size: int, dest: Path, meter: Mete
     fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     writer = _Writer(fd, meter, size)
     try:
-        with backend.stream(key) as stream:
+        with backend.stream(key, size) as stream:
             chunks = _Prefetch(stream)
             source = _Source(chunks, max_wire(size), where)
             try:
@@ -379,6 +379,6 @@ def upload_blobs(backend: Backend, blobs: list[tuple[str, int, Path]], jobs: int
                 meter.advance(size)
                 stats.add(blobs_present=1)
                 return
-            sent = backend.put(blob_key(sha), lambda: _compressed(src, sha, meter, cancel))
+            sent = backend.put(blob_key(sha), lambda: _compressed(src, sha, meter, cancel), size)
             stats.add(blobs_uploaded=1, bytes_uploaded=sent)
         _run_parallel(jobs, blobs, one)
