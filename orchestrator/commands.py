@@ -33,7 +33,8 @@ def emit(settings: Settings, data: dict, human: str) -> None:
 
 
 def cmd_lock(settings: Settings) -> None:
-    for lock in lock_all(settings.locks_dir, settings.vars.get("lock")):
+    only = settings.vars.get("lock")
+    for lock in [] if only == "git-sources" else lock_all(settings.locks_dir, only):
         path = lock_path(settings.locks_dir, lock.name)
         before = path.read_text() if path.is_file() else None
         if before == render_lock(lock):
@@ -41,6 +42,9 @@ def cmd_lock(settings: Settings) -> None:
         else:
             save_lock(settings.locks_dir, lock)
             console.print(f"{path}: written ({len(lock.entries)} entries)")
+    if only in (None, "", "git-sources"):  # git sources: rev → commit (locks/git-sources.json)
+        from orchestrator.source_git import lock_git_sources
+        lock_git_sources(settings, store_of(settings))
 
 
 def cmd_toolchain(settings: Settings) -> None:

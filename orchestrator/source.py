@@ -42,7 +42,14 @@ def prepare_path_source(settings: Settings, recipe: Recipe, spec: PathSource,
     cache = stat_cache(store)
     digest = tree_digest(src, cache, IGNORED_DIRS, IGNORED_FILES)
     cache.save()
-    return PreparedSource(dir=src, identity={"kind": "path", "tree_sha256": digest})
+    identity: dict[str, Any] = {"kind": "path", "tree_sha256": digest}
+    if spec.patches:  # a patched copy under the store; the directory itself stays as it is
+        from orchestrator.source_archive import patch_identity, patch_paths, patched_copy
+        patches = patch_paths(spec, settings.recipes_dir, recipe.name)
+        identity["patches"] = patch_identity(patches)
+        return PreparedSource(dir=patched_copy(src, patches, identity, recipe.name, store),
+                              identity=identity)
+    return PreparedSource(dir=src, identity=identity)
 
 
 # Source kinds other modules add (e.g. tarballs with overlays and patches) register here.
@@ -51,10 +58,24 @@ PREPARERS: dict[str, Callable[[Settings, Recipe, Any, Store], PreparedSource]] =
 }
 
 
+def with_subdir(recipe: Recipe, prepared: PreparedSource) -> PreparedSource:
+    """source.subdir: build that directory of the prepared tree (recorded in the identity)."""
+    sub = recipe.source.subdir
+    if sub is None:
+        return prepared
+    d = prepared.dir / sub
+    if not d.is_dir():
+        raise UserError(f"recipes/{recipe.name}.toml: source.subdir {sub!r} does not exist in the "
+                        f"source ({prepared.dir}); fix source.subdir")
+    return PreparedSource(dir=d, identity={**prepared.identity, "subdir": sub}, extra=prepared.extra)
+
+
 def prepare_source(settings: Settings, recipe: Recipe, store: Store) -> PreparedSource:
     kind = recipe.source.kind
     if kind == "archive":
         import orchestrator.source_archive  # noqa: F401  (registers its preparer)
+    if kind == "git":
+        import orchestrator.source_git  # noqa: F401  (registers its preparer)
     if kind not in PREPARERS:
         raise UserError(f"recipes/{recipe.name}.toml: source.kind {kind!r} is not supported")
-    return PREPARERS[kind](settings, recipe, recipe.source, store)
+    return with_subdir(recipe, PREPARERS[kind](settings, recipe, recipe.source, store))

@@ -12,7 +12,9 @@ through the stat cache; dirty submodules recurse. A no-op run reads no file cont
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -85,6 +87,24 @@ def _apt_source(spec: str, archive: Archive, dest_dir: Path, store: Store) -> No
         remove_tree(tmp)
 
 
+def _pypi_sdist(spec: str, archive: Archive, dest_dir: Path, store: Store) -> None:
+    """`pip download --no-deps --no-binary :all: name==version` (the package index, then the sha)."""
+    tmp = store.new_temp("pypi-sdist")
+    try:
+        res = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                              "--no-binary", ":all:", "--no-build-isolation", "-d", str(tmp), spec],
+                             capture_output=True, text=True)
+        got = tmp / archive.file
+        if not got.is_file():
+            found = ", ".join(p.name for p in tmp.iterdir()) or "nothing"
+            last = (res.stderr.strip().splitlines() or ["no output"])[-1]
+            raise UserError(f"source.fetch.pypi = {spec!r} gave {found}, not {archive.file} ({last}); "
+                            "fix source.file or the pin")
+        os.replace(got, dest_dir / archive.file)
+    finally:
+        remove_tree(tmp)
+
+
 def obtain_archive(archive: Archive, store: Store, cache: StatCache | None = None) -> Path:
     """The archive's local path: found by name and sha256-checked, else fetched then checked."""
     for d in archive_dirs(store):
@@ -101,10 +121,13 @@ def obtain_archive(archive: Archive, store: Store, cache: StatCache | None = Non
                 _download(archive.fetch.url, dest)
             elif archive.fetch.apt_source:
                 _apt_source(archive.fetch.apt_source, archive, dest_dir, store)
+            elif archive.fetch.pypi:
+                _pypi_sdist(archive.fetch.pypi, archive, dest_dir, store)
             else:
                 looked = ", ".join(str(d) for d in archive_dirs(store))
                 raise UserError(f"archive {archive.file} not found (looked in {looked}) and the "
-                                "recipe gives no fetch; put it in one of those directories")
+                                "recipe gives no fetch; put it in one of those directories or add "
+                                f"yours to ${ARCHIVES_ENV} (':'-separated)")
         try:
             _check_sha(dest, archive, cache)
         except UserError:
@@ -114,7 +137,8 @@ def obtain_archive(archive: Archive, store: Store, cache: StatCache | None = Non
 
 
 # -- pinned tree ------------------------------------------------------------------------
-def patch_paths(spec: ArchiveSource, recipes_dir: Path, recipe: str) -> list[Path]:
+def patch_paths(spec: Any, recipes_dir: Path, recipe: str) -> list[Path]:
+    """The spec's `patches` (relative to recipes/) as existing files, in order."""
     out = []
     for rel in spec.patches:
         p = (recipes_dir / rel).resolve()
@@ -134,8 +158,12 @@ def archive_identity(spec: ArchiveSource, patches: list[Path]) -> dict[str, Any]
         "overlays": [{"path": o.path, "sha256": o.sha256, "strip_components": o.strip_components,
                       **({"archive_dir": o.archive_dir} if o.archive_dir else {})}
                      for o in spec.overlays],
-        "patches": [{"name": p.name, "sha256": sha256_file(p)} for p in patches],
+        "patches": patch_identity(patches),
     }
+
+
+def patch_identity(patches: list[Path]) -> list[dict[str, str]]:
+    return [{"name": p.name, "sha256": sha256_file(p)} for p in patches]
 
 
 def _untar(archive: Path, dest: Path, strip: int, member: str | None = None) -> None:
@@ -189,6 +217,30 @@ def materialize(spec: ArchiveSource, patches: list[Path], identity: dict[str, An
             (tree / TREE_STAMP).write_text(digest_of(identity) + "\n")
             final.parent.mkdir(parents=True, exist_ok=True)
             if final.exists():  # a half-made tree cannot exist (rename); an old stampless one can
+                remove_tree(final)
+            os.rename(tree, final)
+    return final
+
+
+def patched_copy(src: Path, patches: list[Path], identity: dict[str, Any], recipe: str,
+                 store: Store, ignore: tuple[str, ...] = IGNORED_DIRS) -> Path:
+    """A copy of src (less `ignore`d directories) with patches applied, made once into
+    <store>/sources/<key>-<recipe>/."""
+    key = digest_of(identity)[:16]
+    final = store.root / "sources" / f"{key}-{recipe}"
+    if (final / TREE_STAMP).is_file():
+        return final
+    with store.lock(f"source-{key}"):
+        if (final / TREE_STAMP).is_file():
+            return final
+        with console.status(f"patching a copy of {src.name}"), store.staging(f"source-{key}") as tmp:
+            tree = tmp / "tree"
+            shutil.copytree(src, tree, symlinks=True, ignore=shutil.ignore_patterns(*ignore))
+            for p in patches:
+                apply_patch(tree, p)
+            (tree / TREE_STAMP).write_text(digest_of(identity) + "\n")
+            final.parent.mkdir(parents=True, exist_ok=True)
+            if final.exists():
                 remove_tree(final)
             os.rename(tree, final)
     return final

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -16,7 +16,8 @@ from orchestrator.model.process_values import MAX_ARG, ArgStr, EnvKey, PathStr
 from orchestrator.model.user_file import read_toml
 from orchestrator.model.verify_rules import VerifyRules
 from orchestrator.model.pytorch_options import PyTorchOptions
-from orchestrator.model.source_archive import ArchiveSource
+from orchestrator.model.source_archive import ArchiveSource, OmitUnset, relative_dir
+from orchestrator.model.source_git import GitSource
 
 DefineValue = Union[bool, int, ArgStr]
 # All of a recipe's flags, defines and env together: well under the kernel's ARG_MAX.
@@ -30,13 +31,22 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class PathSource(_Strict):
-    """A directory on disk: relative to the recipes/ folder, or absolute."""
+class PathSource(_Strict, OmitUnset):
+    """A directory on disk: relative to the recipes/ folder, or absolute. With patches, the
+    build uses a patched copy under the store (the directory itself is never modified)."""
     kind: Literal["path"] = "path"
+    omit_unset: ClassVar[tuple[str, ...]] = ("subdir", "patches")
     path: PathStr
+    subdir: str | None = None
+    patches: list[str] = []
+
+    @field_validator("subdir")
+    @classmethod
+    def _plain_subdir(cls, v: str | None) -> str | None:
+        return relative_dir(v, "subdir")
 
 
-SourceSpec = Annotated[Union[PathSource, ArchiveSource], Field(discriminator="kind")]
+SourceSpec = Annotated[Union[PathSource, ArchiveSource, GitSource], Field(discriminator="kind")]
 
 
 class BuildSpec(_Strict):

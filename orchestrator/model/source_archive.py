@@ -5,7 +5,9 @@
 kind = "archive"
 file = "pytorch_1.13.1+dfsg.orig.tar.xz"
 sha256 = "d035…"
-fetch = { apt_source = "pytorch=1.13.1+dfsg-4" }   # or { url = "https://…" }
+fetch = { apt_source = "pytorch=1.13.1+dfsg-4" }   # or { url = "https://…" / "file://…" },
+                                                     # or { pypi = "name==version" } (an sdist)
+subdir = "cpp"                                       # optional: build this directory of the tree
 patches = ["pytorch/patches/0001-drop-foxi.patch"]   # relative to recipes/, applied in order
 
 [[source.overlays]]                                  # a pinned source placed inside the tree
@@ -23,9 +25,10 @@ sha256 = "3290…"
 """
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_validator,
+                      model_serializer, model_validator)
 
 SHA256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 FILE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.+~-]*$"
@@ -38,14 +41,48 @@ def _relative(v: str, field: str) -> str:
     return v
 
 
+def relative_dir(v: str | None, field: str) -> str | None:
+    """A source's subdir: None, or a plain relative path (no '..', not absolute)."""
+    if v is None:
+        return None
+    parts = v.split("/")
+    if v.startswith("/") or not v or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"{field} {v!r} must be a plain relative path inside the source")
+    return v
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Fetch(_Strict):
-    """Where a missing archive comes from: a URL, or Debian's source archive via apt."""
+class OmitUnset(BaseModel):
+    """Fields added after recipes existed leave the dump (hence the artifact id) alone when
+    unset: a recipe that does not use them keeps its id."""
+    omit_unset: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _drop_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        for k in self.omit_unset:
+            if data.get(k) in (None, []):
+                data.pop(k, None)
+        return data
+
+
+class Fetch(_Strict, OmitUnset):
+    """Where a missing archive comes from: a URL (https://, file://), Debian's source archive
+    via apt, or a PyPI sdist by `name==version` (pip download --no-binary :all:)."""
     url: str | None = None
     apt_source: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9.+-]*=[A-Za-z0-9.+:~-]+$")
+    pypi: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*==[A-Za-z0-9.+!_-]+$")
+    omit_unset: ClassVar[tuple[str, ...]] = ("pypi",)
+
+    @model_validator(mode="after")
+    def _one_way(self) -> "Fetch":
+        given = [k for k in ("url", "apt_source", "pypi") if getattr(self, k) is not None]
+        if len(given) > 1:
+            raise ValueError(f"fetch gives {' and '.join(given)}; give one of url, apt_source, pypi")
+        return self
 
 
 class Archive(_Strict):
@@ -77,8 +114,16 @@ class Overlay(Archive):
         return _relative(v, "path")
 
 
-class ArchiveSource(Archive):
+class ArchiveSource(Archive, OmitUnset):
     kind: Literal["archive"] = "archive"
+    omit_unset: ClassVar[tuple[str, ...]] = ("subdir",)
     overlays: list[Overlay] = []
     # Patch files relative to recipes/, applied with `patch -p1` in this order.
     patches: list[str] = []
+    # Build this directory of the unpacked tree (e.g. an sdist's C++ project in pkg/).
+    subdir: str | None = None
+
+    @field_validator("subdir")
+    @classmethod
+    def _plain_subdir(cls, v: str | None) -> str | None:
+        return relative_dir(v, "subdir")
