@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Set up orchestrator on a fresh Debian 12 machine and run the main job:
-#   doit build variant=relwithdebinfo   (the bundled demo recipe)
-# Installs system packages with apt (root or sudo), makes .venv from the system python3
-# (never conda's), installs this package into it, then builds.
-# BOOTSTRAP_NO_BUILD=1 stops after set-up (what .ci/run uses).
+#   doit build variant=relwithdebinfo && doit switch variant=relwithdebinfo   (the demo recipe)
+# Installs system packages with apt (root or sudo), the PyTorch recipes' prerequisites
+# (.ci/pytorch-prereqs.sh), makes .venv from the system python3 (never conda's), installs
+# this package into it, then builds and activates the demo. The test suite needs all of it.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -13,7 +13,7 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 # What the tool and its tests need from the system: the interpreter and venv module, the
 # compilers, gdb and nginx (WebDAV cache tests), dpkg-dev (dpkg-deb) and apt (lldb-14 debs),
 # and the shared libraries the unpacked lldb-14 links against that its debs do not carry.
-PACKAGES=(python3 python3-venv python3-dev gcc g++ make gdb nginx-light dpkg-dev ca-certificates curl zstd binutils
+PACKAGES=(python3 python3-venv python3-dev gcc g++ make gdb nginx-light dpkg-dev ca-certificates curl zstd binutils distcc
           libllvm14 libclang-cpp14 libedit2 libxml2)
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -30,6 +30,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
 
-if [ "${BOOTSTRAP_NO_BUILD:-0}" != 1 ]; then
-  .venv/bin/doit build variant=relwithdebinfo
-fi
+# The PyTorch recipes' prerequisites: deb-src entry, Debian build-deps, pinned tarballs.
+.ci/pytorch-prereqs.sh
+
+# The main job on the bundled demo: build, then make it the workspace's active profile.
+.venv/bin/doit build variant=relwithdebinfo
+.venv/bin/doit switch variant=relwithdebinfo

@@ -151,7 +151,11 @@ def with_distcc(cc: CompileCache, ls: LauncherSettings, timeout: float) -> Compi
             f"using {distcc.hosts_env(up)}"
         console.print(f"[yellow]warning:[/] distcc host(s) unreachable: "
                       f"{', '.join(f'{s} ({w})' for s, w in down.items())}; {rest}")
-    return replace(cc, distcc=binary, distcc_hosts=distcc.hosts_env(up)) if up else cc
+    if not up:
+        return cc
+    assert cc.directory is not None
+    (cc.directory / "distcc").mkdir(parents=True, exist_ok=True)  # DISTCC_DIR must exist
+    return replace(cc, distcc=binary, distcc_hosts=distcc.hosts_env(up))
 
 
 def redact(url: str) -> str:

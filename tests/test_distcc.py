@@ -1,0 +1,137 @@
+"""distcc as the fan-out for compile-cache misses, against a real distccd on 127.0.0.1:
+the objects are compiled by the daemon and the libraries are byte-identical to a local
+build; an unreachable host is one warning line and a local build."""
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from conftest import make_store
+from test_compile_cache import DEMO_OBJECTS, base_env, checkout, doit, files_of
+from nginx_server import free_port
+
+DISTCCD = shutil.which("distccd") or "/usr/bin/distccd"
+pytestmark = pytest.mark.skipif(not Path(DISTCCD).exists() or shutil.which("distcc") is None,
+                                reason="distcc is not installed (bootstrap.sh installs it)")
+
+
+class Distccd:
+    def __init__(self, root: Path) -> None:
+        self.port = free_port()
+        self.log = root / "distccd.log"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> "Distccd":
+        # --log-stderr: as root distccd drops to the distcc user, which cannot write our files
+        with self.log.open("wb") as log:
+            self.proc = subprocess.Popen(
+                [DISTCCD, "--daemon", "--no-detach", "--allow", "127.0.0.1", "--listen",
+                 "127.0.0.1", "--port", str(self.port), "--jobs", "2", "--log-stderr",
+                 "--log-level", "info"], stdout=log, stderr=subprocess.STDOUT)
+        for _ in range(200):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"distccd exited: {self.log.read_text()}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.1).close()
+                return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("distccd did not listen")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=30)
+
+    def compiled(self) -> int:
+        """Jobs the daemon finished (one "COMPILE_OK" line each)."""
+        return self.log.read_text(errors="replace").count("COMPILE_OK")
+
+
+@pytest.fixture
+def distccd(tmp_path: Path) -> Iterator[Distccd]:
+    d = Distccd(tmp_path).start()
+    yield d
+    d.stop()
+
+
+def artifact(run) -> Path:
+    return Path(json.loads(run.stdout.strip().splitlines()[-1])["path"])
+
+
+def sections(path: Path) -> dict[str, bytes]:
+    """Every section's bytes, by name (pyelftools, as the verifier reads ELF files)."""
+    from elftools.elf.elffile import ELFFile
+    with path.open("rb") as f:
+        return {s.name: s.data() for s in ELFFile(f).iter_sections() if s.header.sh_type != "SHT_NOBITS"}
+
+
+def test_distcc_build_is_byte_identical_to_a_local_one(tmp_path: Path, session_toolchain: Path,
+                                                       distccd: Distccd) -> None:
+    src = checkout(tmp_path / "src" / "demo")
+    env = base_env(tmp_path / "cache.toml")
+    runs = {}
+    for variant in ("release", "relwithdebinfo"):
+        local_store = make_store(tmp_path / f"local-{variant}", session_toolchain)
+        dist_store = make_store(tmp_path / f"dist-{variant}", session_toolchain)
+        local = doit("build", "substitute=0", "format=json", f"variant={variant}", f"source={src}",
+                     f"store={local_store}", "compile_cache=off", env=env)
+        assert local.returncode == 0, local.output
+        before = distccd.compiled()
+        dist = doit("build", "substitute=0", "format=json", f"variant={variant}", f"source={src}",
+                    f"store={dist_store}", f"distcc_hosts=127.0.0.1:{distccd.port}/2", env=env)
+        assert dist.returncode == 0, dist.output
+        assert "warning" not in dist.output, dist.output
+        assert dist.hits_misses() == (0, DEMO_OBJECTS), dist.output
+        assert f"misses on distcc 127.0.0.1:{distccd.port}/2" in dist.output, dist.output
+        assert distccd.compiled() - before >= DEMO_OBJECTS, distccd.log.read_text()
+        runs[variant] = artifact(local), artifact(dist)
+    # Without debug info: every file byte-identical.
+    local, dist = runs["release"]
+    assert files_of(local) == files_of(dist)
+    # With debug info, classic distcc compiles the locally preprocessed .ii: the code and data
+    # are identical, the DWARF line/column attribution of macro-expanded lines is not (see
+    # docs/compile-cache.md); nothing else may differ.
+    local, dist = runs["relwithdebinfo"]
+    for so in ("prefix/lib/libdemo_core.so", "prefix/lib/libdemo_ops.so"):
+        a, b = sections(local / so), sections(dist / so)
+        assert a.keys() == b.keys()
+        differ = {n for n in a if a[n] != b[n]}
+        assert differ <= {".debug_info", ".debug_line", ".debug_str", ".debug_loc",
+                          ".debug_ranges", ".note.gnu.build-id"}, differ
+        assert ".text" not in differ and ".rodata" not in differ and ".dynsym" not in differ
+
+
+def test_distcc_hosts_from_cache_toml(tmp_path: Path, session_toolchain: Path,
+                                      distccd: Distccd) -> None:
+    config = tmp_path / "cache.toml"
+    config.write_text(f'[compile_cache]\ndistcc-hosts = ["127.0.0.1:{distccd.port}/2"]\n')
+    store = make_store(tmp_path / "store", session_toolchain)
+    r = doit("build", "substitute=0", f"store={store}", "variant=release", env=base_env(config))
+    assert r.returncode == 0, r.output
+    assert distccd.compiled() >= DEMO_OBJECTS, distccd.log.read_text()
+    # distcc_hosts=off on the command line wins over the file
+    store2 = make_store(tmp_path / "store2", session_toolchain)
+    before = distccd.compiled()
+    r2 = doit("build", "substitute=0", f"store={store2}", "variant=release", "distcc_hosts=off",
+              env=base_env(config))
+    assert r2.returncode == 0, r2.output
+    assert distccd.compiled() == before
+
+
+def test_unreachable_distcc_host_is_one_warning_and_a_local_build(tmp_path: Path,
+                                                                  session_toolchain: Path) -> None:
+    store = make_store(tmp_path / "store", session_toolchain)
+    r = doit("build", "substitute=0", f"store={store}", "variant=release",
+             f"distcc_hosts=127.0.0.1:{free_port()}/4", env=base_env(tmp_path / "cache.toml"))
+    assert r.returncode == 0, r.output
+    warnings = [line for line in r.output.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "distcc host(s) unreachable" in warnings[0], r.output
+    assert r.hits_misses() == (0, DEMO_OBJECTS), r.output
