@@ -13,6 +13,7 @@ KNOWN_VARS = {
     "rebuild", "check", "id",
     "keep", "source", "targets", "name", "all", "lock", "clean", "config", "reports", "push",
     "compile_cache", "keep_going", "distcc_hosts", "ccache_max", "ccache_evict_older",
+    "toolchain",  # doit verify toolchain=1: re-hash the materialized toolchain
 }
 
 

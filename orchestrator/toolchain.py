@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator import debugger_env
+from orchestrator import debugger_env, tree_manifest
 from orchestrator.console import console, step
 from orchestrator.errors import UserError
 from orchestrator.hashing import pretty_json, sha256_file
@@ -23,6 +23,8 @@ from orchestrator.model.lock import (CompilerEntry, DebEntry, Lock, PypiEntry, P
 from orchestrator.store import Store, remove_tree, write_atomic
 
 TOOLCHAIN_JSON = "toolchain.json"
+# Every file the materialization wrote (tree_manifest): checked cheaply at each use.
+FILES_MANIFEST = "toolchain-files.json"
 # What a build may see of the machine: the toolchain first, then the base system.
 BASE_PATH = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
 
@@ -125,8 +127,13 @@ def check_machine(lock: Lock, keys: list[str] | None = None) -> None:
             _compare(key, "sha256", entry.sha256, found.sha256, entry.path)
             _compare(key, "version", entry.version, found.version, entry.path)
         elif isinstance(entry, CompilerEntry):
-            found_c = probe_compiler(entry.name, entry.path)
+            found_c = probe_compiler(entry.name, entry.path,
+                                     pin_programs=entry.programs is not None)
             _compare(key, "sha256", entry.sha256, found_c.sha256, entry.path)
+            for prog, pin in sorted((entry.programs or {}).items()):
+                got = (found_c.programs or {}).get(prog)
+                _compare(key, f"program {prog} sha256", pin.sha256,
+                         got.sha256 if got else "missing", got.path if got else pin.path)
         elif isinstance(entry, SystemPackageEntry):
             found_s = probe_syspkg(entry.name)
             _compare(key, "version", entry.version, found_s.version if found_s else "not installed",
@@ -137,6 +144,27 @@ def _compare(key: str, field: str, expected: str, found: str, where: str) -> Non
     if expected != found:
         raise UserError(f"lock drift: {key} ({where}) {field} is {found}, the lock says {expected}; "
                         "restore the locked input or run `doit lock` to accept the new one")
+
+
+def drift(root: Path, full: bool = False) -> tree_manifest.Changes | None:
+    """What changed in a materialized toolchain since it was written (None: no manifest,
+    i.e. materialized before manifests existed). `full` re-hashes every file."""
+    entries = tree_manifest.read(root, FILES_MANIFEST)
+    if entries is None:
+        return None
+    if full:
+        return tree_manifest.full_check(root, entries, FILES_MANIFEST)
+    return tree_manifest.quick_check(root, entries)
+
+
+def check_toolchain(root: Path, full: bool = False) -> None:
+    """UserError 'toolchain drift: <file> changed' when a file of the toolchain changed."""
+    found = drift(root, full)
+    if found:
+        n = len(found.changed) + len(found.missing) + len(found.extra)
+        more = f" (and {n - 1} more)" if n > 1 else ""
+        raise UserError(f"toolchain drift: {root / found.first()}{more}; remove {root} to "
+                        "materialize it again from the lock")
 
 
 def _install_pypi(tmp: Path, lock: Lock, python_exe: str) -> None:
@@ -220,10 +248,12 @@ def ensure_toolchain(store: Store, lock: Lock) -> Toolchain:
     check_machine(lock, ["python"])
     final = store.toolchains_dir / toolchain_hash(lock)
     if (final / TOOLCHAIN_JSON).is_file():
+        check_toolchain(final)
         return Toolchain(final, lock)
     store.ensure()
     with store.lock(f"toolchain-{final.name}"):
         if (final / TOOLCHAIN_JSON).is_file():
+            check_toolchain(final)
             return Toolchain(final, lock)
         store.clean_stale()
         tmp = store.toolchains_dir / f"{final.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}"
@@ -240,6 +270,7 @@ def ensure_toolchain(store: Store, lock: Lock) -> Toolchain:
                 from orchestrator.verify.torch_abi import probe_torch
                 facts["torch"] = probe_torch(tmp / "venv" / "bin" / "python")
             write_atomic(tmp / TOOLCHAIN_JSON, pretty_json(facts))
+            tree_manifest.write(tmp, FILES_MANIFEST)  # last: everything above is in it
             if final.exists():
                 remove_tree(final)
             os.rename(tmp, final)

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from orchestrator.errors import UserError
 from orchestrator.hashing import sha256_file
-from orchestrator.model.lock import CompilerEntry, PythonEntry, SystemPackageEntry
+from orchestrator.model.lock import CompilerEntry, ProgramPin, PythonEntry, SystemPackageEntry
 from orchestrator.model.recipe import describe_validation_error
 
 PY_PROBE = r"""
@@ -54,7 +54,11 @@ def probe_python(path: str) -> PythonEntry:
 
 
 def compiler_version_line(exe: str) -> str:
-    out = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60,
+                             errors="replace").stdout
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (does not run)"
     lines = [ln.strip() for ln in out.splitlines() if ln.strip()]
     for ln in lines:  # nvcc puts the release on a later line
         if "release" in ln and "Cuda" in ln:
@@ -62,12 +66,52 @@ def compiler_version_line(exe: str) -> str:
     return lines[0] if lines else "unknown"
 
 
-def probe_compiler(name: str, command: str) -> CompilerEntry:
+# What a GCC-style driver runs, by the lock's compiler name (nvcc: its driver only, for now).
+DRIVER_PROGRAMS = {"cc": ("cc1", "as", "ld"), "cxx": ("cc1plus", "as", "ld")}
+
+
+def is_script(path: str) -> bool:
+    """A text file starting with '#!' (a wrapper, not a compiler binary)."""
+    try:
+        with open(os.path.realpath(path), "rb") as f:
+            return f.read(2) == b"#!"
+    except OSError:
+        return False
+
+
+def driver_programs(name: str, exe: str) -> dict[str, ProgramPin] | None:
+    """The programs the driver says it runs (`-print-prog-name`), each with its sha256."""
+    wanted = DRIVER_PROGRAMS.get(name)
+    if wanted is None:
+        return None
+    out: dict[str, ProgramPin] = {}
+    for prog in wanted:
+        try:
+            res = subprocess.run([exe, f"-print-prog-name={prog}"], capture_output=True,
+                                 text=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        reported = res.stdout.strip()
+        if res.returncode != 0 or not reported:
+            return None  # not a GCC-style driver
+        found = reported if os.path.isabs(reported) else shutil.which(reported)
+        if not found or not os.path.isfile(found):
+            continue  # e.g. gcc names cc1 for a driver without it; nothing to pin
+        real = os.path.realpath(found)
+        out[prog] = ProgramPin(path=real, sha256=sha256_file(real))
+    return out
+
+
+def probe_compiler(name: str, command: str, *, pin_programs: bool = False) -> CompilerEntry:
     exe = shutil.which(command)
     if not exe:
         raise UserError(f"compiler {name}={command!r} not found on PATH; install it or fix [compilers] in the lock spec")
-    return CompilerEntry(name=name, path=exe, version=compiler_version_line(exe),
-                         sha256=sha256_file(os.path.realpath(exe)))
+    try:
+        sha = sha256_file(os.path.realpath(exe))
+    except OSError as e:
+        raise UserError(f"compiler {name}={exe}: cannot read it ({e.strerror})") from None
+    return CompilerEntry(name=name, path=exe, version=compiler_version_line(exe), sha256=sha,
+                         programs=driver_programs(name, exe) if pin_programs else None)
 
 
 def probe_syspkg(name: str) -> SystemPackageEntry | None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import tempfile
 import urllib.parse
@@ -10,7 +11,7 @@ from pathlib import Path
 from orchestrator.errors import UserError
 from orchestrator.hashing import sha256_file
 from orchestrator.lock.files import load_spec
-from orchestrator.lock.probe import probe_compiler, probe_python, probe_syspkg
+from orchestrator.lock.probe import is_script, probe_compiler, probe_python, probe_syspkg
 from orchestrator.model.lock import CondaEntry, DebEntry, Lock, LockEntry, PypiEntry
 from orchestrator.platform_facts import platform_facts
 
@@ -115,7 +116,13 @@ def resolve_lock(locks_dir: Path, name: str) -> Lock:
     entries += resolve_pypi(py.path, spec.pypi.requirements)
     entries += resolve_debs(spec.deb.packages, spec.deb.exclude)
     for cname, command in sorted(spec.compilers.items()):
-        entries.append(probe_compiler(cname, command))
+        entry = probe_compiler(cname, command, pin_programs=True)
+        if not os.path.isabs(command) and is_script(entry.path):
+            raise UserError(f"compiler {cname}={command!r} resolves on PATH to {entry.path}, a "
+                            "script (a wrapper?), not a compiler; fix PATH, or name it by its "
+                            f"absolute path in [compilers] of {locks_dir / (name + '.toml')} "
+                            "to pin the wrapper on purpose")
+        entries.append(entry)
     for pkg in spec.system.packages:
         found = probe_syspkg(pkg)
         if found is None:

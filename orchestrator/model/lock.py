@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from orchestrator.hashing import digest_of
 
@@ -57,12 +57,30 @@ class DebEntry(_Entry):
     filename: str
 
 
+class ProgramPin(BaseModel):
+    """A program a compiler driver runs (cc1plus, as, ld), pinned by content."""
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    path: str
+    sha256: SHA256
+
+
 class CompilerEntry(_Entry):
-    """A compiler driver found on the machine (an impure input, checked at every use)."""
+    """A compiler driver found on the machine (an impure input, checked at every use).
+
+    `programs` pins what the driver runs (`-print-prog-name`: cc1/cc1plus, as, ld); entries
+    written before it existed have none, and dump exactly as they did (same digests)."""
     kind: Literal["compiler"] = "compiler"
     path: str
     version: str
     sha256: SHA256
+    programs: dict[str, ProgramPin] | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unset_programs(self, handler: SerializerFunctionWrapHandler) -> dict:
+        data = handler(self)
+        if data.get("programs") is None:
+            data.pop("programs", None)
+        return data
 
 
 class SystemPackageEntry(_Entry):

@@ -46,10 +46,46 @@ def _locate(settings: Settings, store: Store):
     return path, plan
 
 
-def cmd_verify(settings: Settings) -> VerifyReport:
+def verify_toolchain(settings: Settings) -> None:
+    """`doit verify toolchain=1`: the machine against the lock, and every file of the
+    materialized toolchain re-hashed against its manifest (drift: exit 2)."""
+    from orchestrator.lock.files import load_lock
+    from orchestrator.model.recipe import load_recipe
+    from orchestrator.toolchain import check_machine, check_toolchain, drift, toolchain_hash
+
+    name = settings.vars.get("lock") or load_recipe(settings.recipes_dir, settings.recipe).lock
+    lock = load_lock(settings.locks_dir, name)
+    check_machine(lock)
+    root = Store(settings.store_root).toolchains_dir / toolchain_hash(lock)
+    if not root.is_dir():
+        raise UserError(f"toolchain {name} is not materialized in {root.parent}; "
+                        f"run `doit toolchain lock={name}`")
+    if drift(root) is None:
+        raise CheckFailed(f"toolchain {root} has no file manifest (materialized by an older "
+                          "version); remove it to materialize it again")
+    check_toolchain(root, full=True)
+    console.print(f"toolchain {name} {root}: every file matches its manifest; the machine "
+                  "matches the lock", markup=False)
+
+
+def check_store_entry(path: Path) -> None:
+    """CheckFailed naming every file added, changed or missing since the entry's commit."""
+    from orchestrator.verify.store_entry import describe, entry_changes
+
+    changes = entry_changes(path, Store.read_manifest(path))
+    if changes:
+        raise CheckFailed(f"store entry {path.name} differs from its manifest: {changes.first()}",
+                          report=describe(changes))
+
+
+def cmd_verify(settings: Settings) -> VerifyReport | None:
     """Verify one artifact; exit 1 (CheckFailed) with the report when any check fails."""
+    from orchestrator.settings import parse_bool
     from orchestrator.toolchain import ensure_toolchain
     from orchestrator.verify import verify_artifact
+
+    if parse_bool("toolchain", settings.vars.get("toolchain", "0")):
+        return verify_toolchain(settings)
 
     store = Store(settings.store_root)
     path, plan = _locate(settings, store)
@@ -60,6 +96,7 @@ def cmd_verify(settings: Settings) -> VerifyReport:
         print(json.dumps(report.to_json(), sort_keys=True))
     else:
         console.print(report.render(), markup=False, soft_wrap=True)
+    check_store_entry(path)
     if not report.ok:
         raise CheckFailed(report.headline())
     console.print(report.headline(), markup=False) if settings.fmt != "json" else None
