@@ -16,7 +16,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from orchestrator.errors import UserError
-from orchestrator.store import Store, write_atomic
+from orchestrator.store import TMP_RE, Store, pid_alive, write_atomic
 from orchestrator.workspace_links import apply_links, prune_links
 
 GEN_RE = re.compile(r"^profile-(\d+)-link$")
@@ -40,6 +40,19 @@ class Workspace:
     def _lock(self) -> FileLock:
         self.orch.mkdir(parents=True, exist_ok=True)
         return FileLock(str(self.orch / ".lock"))
+
+    def clean_stale(self) -> list[Path]:
+        """Remove .orch/ temp files (`.<name>.tmp-<pid>-<hex>`) of processes that are gone:
+        what a kill between the write and the rename leaves behind."""
+        removed = []
+        if not self.orch.is_dir():
+            return removed
+        for p in self.orch.iterdir():
+            m = TMP_RE.search(p.name)
+            if m and p.name.startswith(".") and not pid_alive(int(m["pid"])):
+                p.unlink(missing_ok=True)
+                removed.append(p)
+        return removed
 
     def generations(self) -> dict[int, Path]:
         """Generation number -> the store path it points at."""
@@ -70,6 +83,7 @@ class Workspace:
         """Make artifact the active profile; returns (generation, changed)."""
         artifact = artifact.absolute()
         with self._lock():
+            self.clean_stale()
             self.register(store)
             if toolchain_root is not None:
                 if not self.toolchain_link.is_symlink() or \
@@ -91,6 +105,7 @@ class Workspace:
 
     def rollback(self) -> int:
         with self._lock():
+            self.clean_stale()
             cur = self.current_generation()
             if cur is None:
                 raise UserError(f"{self.root}: no active profile to roll back from; run `doit switch` first")
@@ -126,6 +141,8 @@ class Workspace:
             f'export PATH="$ORCH_TOOLCHAIN/venv/bin:{joined(outputs["bin"])}:$PATH"\n'
             f'export LD_LIBRARY_PATH="{joined(outputs["lib"])}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"\n'
             f'export PYTHONPATH="{joined(outputs["python"])}${{PYTHONPATH:+:$PYTHONPATH}}"\n'
+            "# Store entries are immutable: Python must not write __pycache__ into them.\n"
+            "export PYTHONDONTWRITEBYTECODE=1\n"
         )
         if not self.env_script.is_file() or self.env_script.read_text() != text:
             write_atomic(self.env_script, text)

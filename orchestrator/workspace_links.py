@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from orchestrator.errors import UserError
-from orchestrator.store import write_atomic
+from orchestrator.store import pid_alive, write_atomic
 
 LINKS_META = "meta/workspace-links.json"
 STATE = "workspace-links.json"
@@ -47,6 +47,10 @@ def apply_links(root: Path, orch: Path, artifact: Path) -> list[str]:
         if link.is_symlink() and os.readlink(link) == dest:
             made.append(rel)
             continue
+        for stale in link.parent.glob(f".{link.name}.orch-tmp-*"):  # left by a killed switch
+            pid = stale.name.rsplit("-", 1)[-1]
+            if pid.isdigit() and not pid_alive(int(pid)):
+                stale.unlink(missing_ok=True)
         tmp = link.with_name(f".{link.name}.orch-tmp-{os.getpid()}")
         tmp.unlink(missing_ok=True)
         os.symlink(dest, tmp)

@@ -1,16 +1,18 @@
 """Run a build step with its output in the build log and ninja's [N/M] as a progress bar."""
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 from collections import deque
 from pathlib import Path
-from typing import Sequence
+from typing import IO, Sequence
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from orchestrator.console import console
-from orchestrator.errors import CheckFailed
+from orchestrator.errors import CheckFailed, UserError
 
 NINJA_STATUS_RE = re.compile(r"^\[(\d+)/(\d+)\] ")
 NINJA_STATUS = "[%f/%t] "
@@ -18,6 +20,26 @@ NINJA_STATUS = "[%f/%t] "
 
 class BuildFailed(CheckFailed):
     """A configure/compile/install step exited non-zero."""
+
+
+# Kills the build's process group when our end of its stdin closes without "done": that is,
+# when this process dies, even by SIGKILL (the kernel closes the pipe for us).
+GUARD = 'read -r word; [ "$word" = done ] || kill -9 -"$1" 2>/dev/null; exit 0'  # dash: no --
+
+
+def _start_guard(pgid: int) -> tuple[subprocess.Popen, IO[str]]:
+    guard = subprocess.Popen(["/bin/sh", "-c", GUARD, "orch-guard", str(pgid)],
+                             stdin=subprocess.PIPE, text=True, start_new_session=True,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert guard.stdin is not None
+    return guard, guard.stdin
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def run_logged(cmd: Sequence[str | Path], *, env: dict[str, str], log: Path, title: str,
@@ -32,9 +54,15 @@ def run_logged(cmd: Sequence[str | Path], *, env: dict[str, str], log: Path, tit
         logf.write(f"$ {' '.join(argv)}\n")
         logf.flush()
         task = progress.add_task("", total=None)
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, errors="replace")
+        try:  # its own process group: ninja and every compiler it starts, killed together
+            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True, errors="replace",
+                                    start_new_session=True)
+        except OSError as e:
+            raise UserError(f"{title}: cannot run {argv[0]} ({e.strerror}); if it belongs to "
+                            "the toolchain, `doit verify toolchain=1` names what changed") from None
         assert proc.stdout is not None
+        guard, guard_in = _start_guard(proc.pid)
         try:
             for line in proc.stdout:
                 logf.write(line)
@@ -46,9 +74,17 @@ def run_logged(cmd: Sequence[str | Path], *, env: dict[str, str], log: Path, tit
                                     description=line[m.end():].strip()[-60:])
             rc = proc.wait()
         except BaseException:
-            proc.kill()
+            _kill_group(proc.pid)
             proc.wait()
             raise
+        finally:
+            _kill_group(proc.pid)  # leftovers of a finished step too (none in a clean build)
+            try:
+                guard_in.write("done\n")
+                guard_in.close()
+            except OSError:
+                pass
+            guard.wait()
     if rc != 0:
         shown = "\n".join(tail)
         raise BuildFailed(f"{title} failed (exit {rc}); full log: {log}", report=shown)
