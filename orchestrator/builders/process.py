@@ -54,10 +54,10 @@ def run_logged(cmd: Sequence[str | Path], *, env: dict[str, str], log: Path, tit
         logf.write(f"$ {' '.join(argv)}\n")
         logf.flush()
         task = progress.add_task("", total=None)
-        try:  # its own process group: ninja and every compiler it starts, killed together
+        try:  # its own process group (same session): ninja and its compilers, killed together
             proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, text=True, errors="replace",
-                                    start_new_session=True)
+                                    process_group=0)
         except OSError as e:
             raise UserError(f"{title}: cannot run {argv[0]} ({e.strerror}); if it belongs to "
                             "the toolchain, `doit verify toolchain=1` names what changed") from None
