@@ -96,9 +96,9 @@ def cmd_verify(settings: Settings) -> VerifyReport | None:
         print(json.dumps(report.to_json(), sort_keys=True))
     else:
         console.print(report.render(), markup=False, soft_wrap=True)
-    check_store_entry(path)
     if not report.ok:
         raise CheckFailed(report.headline())
+    check_store_entry(path)
     console.print(report.headline(), markup=False) if settings.fmt != "json" else None
     return report
 
