@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
-from orchestrator.builders import BuildContext
+from orchestrator.builders import BuildContext, launcher
 from orchestrator.builders.process import NINJA_STATUS, run_logged
 from orchestrator.hashing import digest_of
 
@@ -18,11 +18,12 @@ def define_value(v: bool | int | str) -> str:
     return str(v)
 
 
-def configure_args(ctx: BuildContext, overrides: dict[str, str] | None = None) -> list[str]:
+def configure_args(ctx: BuildContext, overrides: dict[str, str] | None = None,
+                   extra_flags: list[str] | None = None) -> list[str]:
     """-G Ninja and one -D per define: ours, then the builder's overrides, then the variant's
     (each name once, so a flag set by two layers never appears twice on a compile line)."""
     tc, var = ctx.toolchain, ctx.plan.variant
-    flags = " ".join([*ctx.prefix_map_flags(), *var.cflags])
+    flags = " ".join([*ctx.prefix_map_flags(), *(extra_flags or []), *var.cflags])
     defines: dict[str, str] = {
         "CMAKE_BUILD_TYPE": var.build_type,
         "CMAKE_EXPORT_COMPILE_COMMANDS": "ON",
@@ -59,14 +60,21 @@ def locked_package_hints(ctx: BuildContext) -> dict[str, str]:
 
 
 def configure(ctx: BuildContext, env: dict[str, str] | None = None,
-              overrides: dict[str, str] | None = None, file_api: bool = False) -> bool:
+              overrides: dict[str, str] | None = None, file_api: bool = False,
+              linked_source: bool = False) -> bool:
     """Run cmake only when the tree is new or the configure arguments changed.
 
     overrides replace our defines of the same name (the variant's still win); file_api asks
-    CMake for its codemodel (targets → directories) in .cmake/api/v1/reply. Returns whether
-    cmake ran.
+    CMake for its codemodel (targets → directories) in .cmake/api/v1/reply; linked_source
+    configures the source through launcher.source_link (path-free compile lines, so the
+    compile cache hits across checkouts). Returns whether cmake ran.
     """
-    args = configure_args(ctx, overrides)
+    source: Path = ctx.source_dir
+    flags: list[str] = []
+    if linked_source:
+        source = launcher.source_link(ctx.build_dir, ctx.source_dir)
+        flags = launcher.source_link_flags(source, ctx.logical_source)
+    args = configure_args(ctx, overrides, flags)
     stamp = ctx.build_dir / CONFIGURE_STAMP
     wanted = digest_of({"args": args, "source": str(ctx.source_dir)})
     if (ctx.build_dir / "build.ninja").is_file() and (ctx.build_dir / "CMakeCache.txt").is_file() \
@@ -77,7 +85,7 @@ def configure(ctx: BuildContext, env: dict[str, str] | None = None,
         query = ctx.build_dir / FILE_API_QUERY
         query.parent.mkdir(parents=True, exist_ok=True)
         query.touch()
-    run_logged([ctx.toolchain.cmake, "-S", ctx.source_dir, "-B", ctx.build_dir, *args],
+    run_logged([ctx.toolchain.cmake, "-S", source, "-B", ctx.build_dir, *args],
                env=env or ctx.env, log=ctx.log, title="configure")
     stamp.write_text(json.dumps({"digest": wanted}))
     return True
@@ -133,7 +141,7 @@ REPRODUCIBLE_DEFINES = {"CMAKE_BUILD_WITH_INSTALL_RPATH": "ON"}
 
 class CMakeBuilder:
     def build(self, ctx: BuildContext) -> None:
-        configure(ctx, overrides=REPRODUCIBLE_DEFINES)
+        configure(ctx, overrides=REPRODUCIBLE_DEFINES, linked_source=True)
         compile_(ctx)
         ctx.prefix.mkdir(parents=True, exist_ok=True)
         if not ctx.plan.variant.targets:
