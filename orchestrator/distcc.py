@@ -47,11 +47,23 @@ def parse_hosts(specs: list[str], setting: str) -> list[DistccHost]:
     return hosts
 
 
+HOST_OPTIONS = ("lzo",)
+
+
 def split_hosts(value: str) -> list[str]:
-    """The `distcc_hosts=` variable: specs separated by spaces (DISTCC_HOSTS style);
-    `off`, `0`, `none` or empty mean no distcc (also over cache.toml)."""
+    """The `distcc_hosts=` variable: specs separated by spaces, commas or semicolons
+    (`a/4,b/8` or DISTCC_HOSTS style `a/4 b/8`; a `,lzo` stays with its host); `off`, `0`,
+    `none` or empty mean no distcc (also over cache.toml)."""
     v = value.strip()
-    return [] if v.lower() in ("", "off", "0", "none") else v.replace(";", " ").split()
+    if v.lower() in ("", "off", "0", "none"):
+        return []
+    specs: list[str] = []
+    for part in v.replace(";", " ").replace(",", " ,").split():
+        if part.startswith(",") and part[1:] in HOST_OPTIONS and specs:
+            specs[-1] += part
+        elif part.lstrip(","):
+            specs.append(part.lstrip(","))
+    return specs
 
 
 def reachable(host: DistccHost, timeout: float) -> str | None:
