@@ -53,14 +53,16 @@ def run_builder(settings: Settings, store: Store, plan: Plan, toolchain: Toolcha
                 build_dir: Path, stage: Path, compile_cache: str) -> BuildContext:
     """Run the recipe's builder: build_dir → stage/prefix + stage/meta; the context used."""
     (stage / "meta").mkdir()
-    cc = launcher.resolve(compile_cache, toolchain.deb_root, store.root / "ccache", None)
-    env = {**toolchain.build_env(), **cc.env(store.root), **plan.variant.env,
-           "MAX_JOBS": str(settings.jobs)}
+    cc = launcher.for_build(settings, compile_cache, toolchain.deb_root, store.root / "ccache")
+    env = {**toolchain.build_env(), **cc.env(store.root, launcher.begin_stats(build_dir)),
+           **plan.variant.env, "MAX_JOBS": str(settings.jobs)}
     ctx = BuildContext(plan=plan, toolchain=toolchain, source_dir=plan.source_dir,
                        build_dir=build_dir, stage=stage, env=env, jobs=settings.jobs,
                        log=stage / "meta" / "build.log", compile_cache=cc,
                        keep_going=settings.keep_going)
-    return get_builder(plan.recipe.build.system).build(ctx) or ctx  # e.g. a source copy
+    used = get_builder(plan.recipe.build.system).build(ctx) or ctx  # e.g. a source copy
+    launcher.report_build(cc, build_dir)  # the summary's hits/misses line
+    return used
 
 
 def build(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain) -> Path:
@@ -97,6 +99,7 @@ def build(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain) ->
 
 def realise(settings: Settings, store: Store, recipe: str | None = None,
             variant: str | None = None) -> Realised:
+    launcher.launcher_settings(settings)  # a bad compile cache / distcc setting: exit 2 first
     store.ensure()
     store.clean_stale()
     plan = make_plan(settings, store, recipe, variant)
