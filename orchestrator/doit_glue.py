@@ -2,9 +2,16 @@
 
 A UserError becomes a doit TaskError (exit 2) printed as one line; a CheckFailed becomes a
 TaskFailed (exit 1) printed with its report. Neither prints a traceback.
+
+doit has no public way to list every `name=value` variable or to see one given twice, so
+the glue reads the command line's words itself, with doit's own rule (a word not starting
+with `-` that holds `=`). Before doit runs anything (`preflight`, when dodo.py is loaded by
+the doit command) it answers `doit help <verb>` / `doit <verb> --help` from
+orchestrator.cli_vars and refuses an unknown verb or a duplicated variable (exit 2).
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -13,11 +20,22 @@ from doit.exceptions import TaskError, TaskFailed
 from doit.reporter import ConsoleReporter
 from rich.markup import escape
 
+from orchestrator import cli_vars
 from orchestrator.console import console
 from orchestrator.errors import CheckFailed, UserError
 from orchestrator.settings import Settings
 
 REPO_ROOT: Path = Path.cwd()
+
+# doit's own commands (a first word that is one of these is not a verb of ours)
+DOIT_COMMANDS = frozenset({"help", "run", "list", "info", "clean", "forget", "ignore", "dumpdb",
+                           "strace", "tabcompletion", "reset-dep", "auto"})
+# doit's options that take the next word as their value
+_OPTIONS_WITH_VALUE = frozenset({"-f", "--file", "-d", "--dir", "--db-file", "--backend",
+                                 "--check_file_uptodate", "-r", "--reporter", "-o",
+                                 "--output-file", "-n", "--process", "-P", "--parallel-type",
+                                 "-v", "--verbosity", "--failure-verbosity",
+                                 "--auto-delayed-regex", "--codec-cls"})
 
 
 def configure(repo_root: Path) -> None:
@@ -25,16 +43,98 @@ def configure(repo_root: Path) -> None:
     REPO_ROOT = repo_root.absolute()
 
 
-def current_settings() -> Settings:
-    return Settings.from_vars(REPO_ROOT, dict(doit_cmd._CMDLINE_VARS or {}))
+def cli_argv() -> list[str] | None:
+    """sys.argv[1:] when this process is the doit command (`doit`, `python -m doit`); None
+    when doit is driven in-process (DoitMain(...).run(argv)), whose words we cannot see."""
+    prog = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path()
+    if prog.name == "doit" or (prog.name == "__main__.py" and prog.parent.name == "doit"):
+        return list(sys.argv[1:])
+    return None
 
 
-def action(verb: Callable[[Settings], object]) -> Callable[[], object]:
-    """A doit python-action running verb with the command line's settings."""
+def split_words(argv: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """(positional words, [(name, value)] in order) by doit's rule; options are skipped."""
+    words: list[str] = []
+    pairs: list[tuple[str, str]] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg.startswith("-"):
+            skip = arg in _OPTIONS_WITH_VALUE
+        elif "=" in arg:
+            name, value = arg.split("=", 1)
+            pairs.append((name, value))
+        else:
+            words.append(arg)
+    return words, pairs
+
+
+def command_vars() -> dict[str, str]:
+    """The command line's variables."""
+    argv = cli_argv()
+    if argv is None:  # in-process: only doit's parsed table exists (no public accessor)
+        return dict(doit_cmd._CMDLINE_VARS or {})
+    return dict(split_words(argv)[1])
+
+
+def _verbs_of(words: list[str]) -> list[str]:
+    """The task names a command line runs (doit's `run` implied), up to a positional verb."""
+    if words and words[0] == "run":
+        words = words[1:]
+    out: list[str] = []
+    for w in words:
+        out.append(w)
+        spec = cli_vars.VERBS.get(w)
+        if spec is not None and spec.positional:
+            break
+    return out
+
+
+def preflight(argv: list[str]) -> None:
+    """Answer help and refuse unknown verbs / duplicated variables before doit starts.
+    Exits (0 after help, 2 after one `error:` line); returns when doit should go on."""
+    words, pairs = split_words(argv)
+    options = [a for a in argv if a.startswith("-")]
+    if len(words) == 2 and words[0] == "help" and words[1] in cli_vars.VERBS:
+        print(cli_vars.verb_help(words[1]))
+        raise SystemExit(0)
+    if words and words[0] in DOIT_COMMANDS and words[0] != "run":
+        return
+    verbs = _verbs_of(words)
+    if verbs and verbs[0] in cli_vars.VERBS and ("--help" in options or "-h" in options):
+        print(cli_vars.verb_help(verbs[0]))
+        raise SystemExit(0)
+
+    def refuse(msg: str) -> None:
+        console.print(f"[red]error:[/] {escape(msg)}", soft_wrap=True)
+        raise SystemExit(2)
+
+    for w in verbs:
+        if w not in cli_vars.VERBS:
+            hint = cli_vars.did_you_mean(w, [*cli_vars.VERBS, *DOIT_COMMANDS], "`doit {}`")
+            refuse(f"unknown verb {w!r}{hint or '; `doit list` shows the verbs'}")
+    seen: dict[str, str] = {}
+    for name, value in pairs:
+        if name in seen:
+            refuse(f"variable {name}= given twice ({seen[name]!r}, {value!r}); pass it once")
+        seen[name] = value
+
+
+def current_settings(verb: str | None = None) -> Settings:
+    variables = command_vars()
+    if verb is not None:
+        cli_vars.check_verb_vars(verb, list(variables))
+    return Settings.from_vars(REPO_ROOT, variables)
+
+
+def action(verb: Callable[[Settings], object], name: str | None = None) -> Callable[[], object]:
+    """A doit python-action running verb with the command line's settings (checked against
+    the variables verb `name` takes)."""
 
     def run() -> object:
         try:
-            verb(current_settings())
+            verb(current_settings(name))
         except UserError as e:
             console.print(f"[red]error:[/] {escape(str(e))}", soft_wrap=True)
             return TaskError(str(e), report=False)
@@ -49,18 +149,20 @@ def action(verb: Callable[[Settings], object]) -> Callable[[], object]:
     return run
 
 
-def task(verb: Callable[[Settings], object], doc: str) -> dict:
-    return {"actions": [action(verb)], "doc": doc, "uptodate": [False], "verbosity": 2}
+def task(verb: Callable[[Settings], object], name: str) -> dict:
+    """The task dict of verb `name` (its doc from orchestrator.cli_vars)."""
+    return {"actions": [action(verb, name)], "doc": cli_vars.VERBS[name].doc,
+            "uptodate": [False], "verbosity": 2}
 
 
-def args_task(verb: Callable[[Settings, list[str]], object], doc: str) -> dict:
+def args_task(verb: Callable[[Settings, list[str]], object], name: str) -> dict:
     """A task whose verb also gets the command line's positional words (`doit why A B`)."""
 
     def run(pos: list[str]) -> object:
-        return action(lambda settings: verb(settings, list(pos)))()
+        return action(lambda settings: verb(settings, list(pos)), name)()
 
     run.__name__ = verb.__name__
-    return {"actions": [run], "doc": doc, "uptodate": [False], "verbosity": 2, "pos_arg": "pos"}
+    return {**task(verb, name), "actions": [run], "pos_arg": "pos"}
 
 
 class QuietReporter(ConsoleReporter):
@@ -79,6 +181,9 @@ class QuietReporter(ConsoleReporter):
 
 
 def doit_config(repo_root: Path) -> dict:
+    argv = cli_argv()
+    if argv is not None:
+        preflight(argv)
     configure(repo_root)
     state = repo_root / ".orch"
     state.mkdir(exist_ok=True)

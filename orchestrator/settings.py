@@ -14,7 +14,8 @@ KNOWN_VARS = {
     "keep", "source", "targets", "name", "all", "lock", "clean", "config", "reports", "push",
     "compile_cache", "keep_going", "distcc_hosts", "ccache_max", "ccache_evict_older",
     "toolchain",  # doit verify toolchain=1: re-hash the materialized toolchain
-}
+    "create", "dry_run",  # store= may be created with its parents; doit gc dry_run=1
+}  # per verb: orchestrator.cli_vars (the help and the check read that table)
 
 
 def parse_bool(name: str, value: str) -> bool:
@@ -26,9 +27,10 @@ def parse_bool(name: str, value: str) -> bool:
     raise UserError(f"variable {name}={value!r} is not a boolean; use {name}=1 or {name}=0")
 
 
-def directory_var(name: str, value: str, *, may_create: bool) -> Path:
+def directory_var(name: str, value: str, *, may_create: bool, create: bool = False) -> Path:
     """A directory variable (store=, workspace=) the kernel accepts and we can use: an
-    existing directory, or (may_create) a path whose nearest existing parent takes a new one."""
+    existing directory, or (may_create) a new one in an existing directory — or, with
+    create=1, under the nearest existing parent (a typo'd path is an error naming it)."""
     from orchestrator.model.process_values import check_path
 
     try:
@@ -44,6 +46,9 @@ def directory_var(name: str, value: str, *, may_create: bool) -> Path:
         if path.exists() or path.is_symlink() or not may_create:
             what = "not a directory" if path.exists() else "no such directory"
             raise UserError(f"{name}={path}: {what}; pass a directory")
+        if not create and not path.parent.is_dir():
+            raise UserError(f"{name}={path}: {path.parent} does not exist; pass an existing "
+                            f"directory's path, or add create=1 to create it")
         parent = next(p for p in path.parents if p.exists())
         if not parent.is_dir():
             raise UserError(f"{name}={path}: {parent} is not a directory; pass another path")
@@ -106,7 +111,8 @@ class Settings:
         # A developer's checkout (source=PATH) is its own workspace unless told otherwise.
         workspace = variables.get("workspace") or variables.get("source") or str(repo_root)
         ws = directory_var("workspace", workspace, may_create=False)
-        store_root = directory_var("store", store, may_create=True)
+        store_root = directory_var("store", store, may_create=True,
+                                   create=parse_bool("create", variables.get("create", "0")))
         jobs_raw = variables.get("jobs") or os.environ.get("MAX_JOBS") or str(os.cpu_count() or 1)
         try:
             jobs = int(jobs_raw)

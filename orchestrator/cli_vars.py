@@ -1,0 +1,152 @@
+"""The command line's variables, declared once: every variable (type, default, one line of
+help) and which verbs take which. `doit help <verb>` prints from here and the glue refuses
+a variable the verb does not take (exit 2, with a "did you mean" when one is close)."""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+from orchestrator.errors import UserError
+
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+    type: str
+    default: str
+    help: str
+
+
+def _vars(*rows: tuple[str, str, str, str]) -> dict[str, Var]:
+    return {r[0]: Var(*r) for r in rows}
+
+
+VARS: dict[str, Var] = _vars(
+    ("recipe", "name", "demo", "the recipe, recipes/<name>.toml"),
+    ("variant", "name", "relwithdebinfo", "one of the recipe's [variants]"),
+    ("source", "path", "(pinned)", "build this checkout instead of the pinned source"),
+    ("targets", "list", "(all)", "comma-separated build targets (a partial build)"),
+    ("id", "hex", "", "a stored artifact by id (at least 6 hex digits; pull/push: all 40)"),
+    ("store", "path", "$ORCH_STORE or artifacts/", "the store root (its parent must exist)"),
+    ("create", "bool", "0", "create=1: create store= and its missing parents"),
+    ("workspace", "path", "<repo> (or source=)", "the workspace whose profile is used"),
+    ("format", "table|json", "table", "json: one JSON document on stdout"),
+    ("jobs", "int", "$MAX_JOBS or CPUs", "parallel build jobs"),
+    ("substitute", "bool", "1", "0: never ask the caches, build locally"),
+    ("commit_failed", "bool", "0", "commit although verify failed"),
+    ("rebuild", "bool", "0", "build a present artifact again and compare"),
+    ("check", "bool", "0", "rebuild elsewhere without caches; exit 1 if bytes differ"),
+    ("compile_cache", "ccache|off", "ccache", "the compiler launcher's cache"),
+    ("keep_going", "bool", "0", "keep building other targets after an error"),
+    ("distcc_hosts", "hosts", "(compile-cache.toml)", "distcc hosts, e.g. 'a/4,b/8'; '' for none"),
+    ("lock", "name", "(the recipe's)", "one lock, locks/<name>.lock.json (git-sources too)"),
+    ("toolchain", "bool", "0", "verify: re-hash the materialized toolchain against its manifest"),
+    ("keep", "int", "1", "gc: keep the last N generations of every workspace"),
+    ("dry_run", "bool", "0", "gc: show what would be deleted and the bytes, delete nothing"),
+    ("ccache_max", "size", "(unset)", "gc: trim the compile cache to this size, e.g. 5G"),
+    ("ccache_evict_older", "age", "(unset)", "gc: evict compile-cache entries older, e.g. 7d"),
+    ("all", "bool", "0", "push every stored artifact of the recipe"),
+    ("name", "text", "", "the signing key's name"),
+    ("config", "path", "nightly.toml", "the nightly matrix file"),
+    ("reports", "path", "<store>/reports", "where the nightly reports go"),
+    ("push", "bool", "(nightly.toml)", "push the nightly's artifacts to the cache"),
+    ("cell", "recipe/variant", "(all)", "nightly: one matrix cell"),
+    ("run", "text", "(new)", "nightly: the run id to add to"),
+    ("notify", "url", "(nightly.toml)", "nightly: POST the summary to this URL"),
+)
+
+_SELECT = ("recipe", "variant", "source", "targets")
+_WHERE = ("store", "create")
+_BUILD = ("jobs", "substitute", "commit_failed", "rebuild", "check", "compile_cache",
+          "keep_going", "distcc_hosts")
+
+@dataclass(frozen=True)
+class Verb:
+    doc: str
+    vars: tuple[str, ...]
+    positional: bool = False  # takes the remaining words (`doit why A B`)
+
+
+VERBS: dict[str, Verb] = {
+    "lock": Verb("Resolve locks/*.toml into locks/*.lock.json (lock=NAME for one).",
+                 ("lock", *_WHERE)),
+    "toolchain": Verb("Materialize the recipe's lock into <store>/toolchains/<hash>/ (venv + debs).",
+                      ("recipe", "lock", *_WHERE, "format")),
+    "build": Verb("Build recipe=NAME variant=NAME into the store (substitute=0 skips caches).",
+                  (*_SELECT, *_BUILD, *_WHERE, "format")),
+    "verify": Verb("Check the active artifact (or recipe/variant, id=) for ABI, linkage, debug "
+                   "info, CUDA archs.",
+                   (*_SELECT, "id", "toolchain", "lock", *_WHERE, "workspace", "format")),
+    "switch": Verb("Point the workspace's profile at recipe/variant, building it first if missing.",
+                   (*_SELECT, *_BUILD, *_WHERE, "workspace", "format")),
+    "rollback": Verb("Return the workspace's profile to the previous generation.",
+                     (*_WHERE, "workspace", "format")),
+    "status": Verb("Show the workspace's generations, the store's artifacts, toolchains and "
+                   "build trees.", (*_WHERE, "workspace", "format")),
+    "plan": Verb("Show recipe/variant's id, derivation, lock entries and what build would do.",
+                 (*_SELECT, "substitute", *_WHERE, "format")),
+    "why": Verb("Why two stored artifacts differ: doit why ID_A ID_B (6+ hex digits each).",
+                (*_WHERE, "format"), positional=True),
+    "gc": Verb("Delete what no kept generation needs: artifacts, toolchains, build trees, "
+               "sources (dry_run=1 shows it).",
+               ("keep", "dry_run", "ccache_max", "ccache_evict_older", *_WHERE, "workspace",
+                "format")),
+    "push": Verb("Upload recipe/variant (or id=, or all=1 for the recipe) to the cache, signed.",
+                 (*_SELECT, "id", "all", *_WHERE, "format")),
+    "pull": Verb("Fetch recipe/variant (or id=) from the substituters into the store; never builds.",
+                 (*_SELECT, "id", *_WHERE, "format")),
+    "cache-keygen": Verb("Write a cache signing key pair (name=...) outside the repo; print the "
+                         "public key.", ("name", "format")),
+    "vscode": Verb("Write .vscode/ (lldb-14, gdb, debugpy), CMakePresets.json, .lldbinit/.gdbinit "
+                   "for the profile.", (*_SELECT, "jobs", *_WHERE, "workspace", "format")),
+    "nightly": Verb("Build bot: the nightly.toml matrix (jobs=N); `nightly matrix`, cell=R/V, "
+                    "`nightly report`.",
+                    ("config", "reports", "push", "cell", "run", "notify", "jobs", "substitute",
+                     "compile_cache", "distcc_hosts", "keep_going", *_WHERE, "format"),
+                    positional=True),
+}
+
+KNOWN: frozenset[str] = frozenset(VARS)
+
+
+def close(word: str, choices: list[str] | tuple[str, ...] | frozenset[str]) -> str | None:
+    """The nearest of choices to word (difflib), if any is close."""
+    found = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def did_you_mean(word: str, choices, fmt: str = "{}") -> str:  # noqa: ANN001
+    hit = close(word, choices)
+    return f"; did you mean {fmt.format(hit)}?" if hit else ""
+
+
+def check_verb_vars(verb: str, names: list[str]) -> None:
+    """UserError for the first variable `verb` does not take (unknown ones first)."""
+    if verb not in VERBS:  # a task without a declared table takes what Settings knows
+        return
+    takes = VERBS[verb].vars
+    for name in names:
+        if name not in KNOWN and name != "force":
+            raise UserError(f"unknown variable {name}= for `doit {verb}`"
+                            + (did_you_mean(name, takes, "{}=") or did_you_mean(name, KNOWN, "{}="))
+                            + f" (`doit help {verb}` lists its variables)")
+    for name in names:
+        if name not in takes and name != "force":
+            raise UserError(f"`doit {verb}` does not take {name}="
+                            + did_you_mean(name, takes, "{}=")
+                            + f"; it takes: {', '.join(takes)} (`doit help {verb}`)")
+
+
+def verb_help(verb: str) -> str:
+    """`doit help <verb>`: its one-line doc, then one line per variable."""
+    spec = VERBS[verb]
+    rows = [VARS[n] for n in spec.vars]
+    words = " WORD ..." if spec.positional else ""
+    lines = [f"doit {verb} [name=value ...]{words}", f"  {spec.doc}", "",
+             "variables (name=value):"]
+    w_name = max((len(v.name) for v in rows), default=0) + 1
+    w_type = max((len(v.type) for v in rows), default=0)
+    w_def = max((len(v.default) for v in rows), default=0)
+    lines += [f"  {v.name + '=':<{w_name}}  {v.type:<{w_type}}  {v.default or '-':<{w_def}}  {v.help}"
+              for v in rows]
+    return "\n".join(lines)

@@ -1,0 +1,81 @@
+"""Per-verb help and variable checks: one table (orchestrator.cli_vars) drives `doit help
+<verb>`, `doit <verb> --help` and the refusal of variables a verb does not take."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from orchestrator import cli_vars, tasks
+from orchestrator.settings import KNOWN_VARS
+from tests.conftest import copy_project, run_doit
+
+
+@pytest.fixture(scope="module")
+def proj(tmp_path_factory) -> Path:
+    return copy_project(tmp_path_factory.mktemp("cli") / "project")
+
+
+def one_error(res) -> str:  # noqa: ANN001
+    assert "Traceback" not in res.output, res.output
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:"), res.output
+    return lines[0]
+
+
+def test_every_task_has_a_table_and_every_variable_is_declared() -> None:
+    names = {getattr(tasks, n)().get("basename", n[5:]) for n in dir(tasks) if n.startswith("task_")}
+    assert names == set(cli_vars.VERBS)
+    assert KNOWN_VARS - {"clean"} <= set(cli_vars.VARS)
+    for verb in cli_vars.VERBS.values():
+        assert set(verb.vars) <= set(cli_vars.VARS)
+
+
+@pytest.mark.parametrize("argv", [["help", "build"], ["build", "--help"], ["build", "-h"]])
+def test_help_lists_the_verbs_variables(proj: Path, argv: list[str]) -> None:
+    res = run_doit(proj, *argv)
+    assert res.returncode == 0, res.output
+    for name in cli_vars.VERBS["build"].vars:
+        var = cli_vars.VARS[name]
+        assert re.search(rf"^  {name}=\s+{re.escape(var.type)}\s+{re.escape(var.default)}\s+\S",
+                         res.stdout, re.M), (name, res.stdout)
+    assert "keep=" not in res.stdout  # a gc variable is not build's
+
+
+def test_help_of_status_and_gc(proj: Path) -> None:
+    out = run_doit(proj, "help", "gc").stdout
+    assert "dry_run=" in out and "keep=" in out
+    out = run_doit(proj, "help", "status").stdout
+    assert "variant=" not in out and "workspace=" in out
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["biuld"], "did you mean `doit build`"),
+    (["stauts"], "did you mean `doit status`"),
+    (["zzzzqq"], "`doit list`"),
+    (["status", "keep=2"], "`doit status` does not take keep="),
+    (["status", "variant=relase"], "`doit status` does not take variant="),
+    (["status", "wrokspace=x"], "did you mean workspace="),
+    (["build", "variant=release", "variant=debug"], "variant= given twice"),
+    (["status", "store=/nonexistent-orch/x"], "/nonexistent-orch does not exist"),
+])
+def test_bad_command_lines_are_one_line_exit_2(proj: Path, tmp_path: Path, argv: list[str],
+                                               needle: str) -> None:
+    extra = [] if any(a.startswith("store=") for a in argv) else [f"store={tmp_path / 's'}"]
+    res = run_doit(proj, *argv, *extra)
+    assert res.returncode == 2, res.output
+    assert needle in one_error(res)
+    assert not (tmp_path / "s").exists()
+    assert not Path("/nonexistent-orch").exists()
+
+
+def test_store_parent_must_exist_unless_create(proj: Path, tmp_path: Path) -> None:
+    new = tmp_path / "fresh"  # the parent exists: a new store is fine
+    assert run_doit(proj, "status", f"store={new}").returncode == 0
+    deep = tmp_path / "a" / "b" / "store"
+    res = run_doit(proj, "status", f"store={deep}")
+    assert res.returncode == 2 and str(deep.parent) in one_error(res)
+    assert not (tmp_path / "a").exists()
+    res = run_doit(proj, "status", f"store={deep}", "create=1")
+    assert res.returncode == 0, res.output
