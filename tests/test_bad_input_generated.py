@@ -202,6 +202,31 @@ def lock_cases(repo: Path) -> list[Case]:
     return cases
 
 
+# -- lock specs (locks/<name>.toml; only ones `doit lock` must refuse before resolving) ----
+
+def spec_cases(repo: Path) -> list[Case]:
+    raw = (repo / "locks" / "toolchain.toml").read_bytes()
+    cases = []
+
+    def spec(name: str, data: bytes | str) -> None:
+        body = data.encode() if isinstance(data, str) else data
+        cases.append(Case(f"spec:{name}", ["lock", "lock=toolchain"], {"locks/toolchain.toml": body}))
+
+    for i in range(10):
+        pos = RNG.randrange(len(raw))
+        spec(f"non-utf8-{i}", raw[:pos] + RNG.choice(BAD_BYTES) + raw[pos:])
+    for i, depth in enumerate([1000, 100000, 300]):
+        spec(f"nested-{i}", f"x = {nested_array(depth)}\n")
+    for name, text in [("python-int", "python = 1"), ("requirements-str", '[pypi]\nrequirements = "x"'),
+                       ("compilers-list", "compilers = [1]"), ("deb-int", "deb = 3"),
+                       ("unknown", "wat = 1"), ("conda-lockfile-int", "[conda]\nlockfile = 1"),
+                       ("interpreter-list", "[python]\ninterpreter = []"), ("malformed", "[python\n")]:
+        spec(name, text + "\n")
+    cases.append(Case("spec:lock-name-bad", ["lock", "lock=../toolchain"]))
+    cases.append(Case("spec:lock-name-missing", ["lock", "lock=nope"]))
+    return cases
+
+
 # -- cache.toml -----------------------------------------------------------------------------
 
 def cache_cases() -> list[Case]:
@@ -343,7 +368,7 @@ def doit_in_process(project: Path, argv: list[str], env: dict[str, str]) -> tupl
 
 
 REPO = Path(__file__).resolve().parents[1]
-CASES = recipe_cases() + lock_cases(REPO) + cache_cases() + nightly_cases() + variable_cases()
+CASES = recipe_cases() + lock_cases(REPO) + spec_cases(REPO) + cache_cases() + nightly_cases() + variable_cases()
 
 
 def test_case_count() -> None:
