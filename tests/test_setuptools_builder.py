@@ -163,3 +163,23 @@ def test_unlisted_build_requirement_must_be_in_uses(env):
     res = env.build("unlisted")
     assert_bad_input(env, res, "build.uses", "pypi:ninja")
 
+
+
+def test_a_failed_build_keeps_its_log_until_gc(env):
+    write_recipe(env.project, "broken", {
+        "setup.py": "from setuptools import Extension, setup\n"
+                    "setup(name='broken', version='0', ext_modules=[Extension('broken', ['b.c'])])\n",
+        "b.c": "int broken(void) { return missing_symbol_here; }\n"})
+    res = env.build("broken")
+    assert res.returncode == 1, res.output
+    m = re.search(r"full log: (\S+build\.log)", res.output.replace("\n", ""))
+    assert m, res.output
+    log = Path(m[1])
+    assert log.is_file() and "missing_symbol_here" in log.read_text()
+    assert log.parent.parent.name.startswith("failed-") and log.parent.parent.name.endswith("-broken-relwithdebinfo")
+    tree = re.search(r"the build tree is kept in (\S+)", res.output.replace("\n", ""))
+    assert tree and Path(tree[1]).is_dir()
+    assert env.artifact("broken") is None
+    gc = env.doit("gc")
+    assert gc.returncode == 0, gc.output
+    assert not log.exists()
