@@ -7,7 +7,7 @@ import time
 from rich.table import Table
 
 from orchestrator.builders import launcher
-from orchestrator.console import console
+from orchestrator.console import console, print_total
 from orchestrator.errors import UserError
 from orchestrator.hashing import pretty_json
 from orchestrator.lock.files import load_lock, lock_path, render_lock, save_lock
@@ -72,6 +72,8 @@ def cmd_build(settings: Settings) -> Realised:
         same = "identical to" if r.comparison["identical"] else "differs from"
         msg += f"; {r.comparison['mode']}: the new build {same} the store"
     emit(settings, data, msg)
+    if r.origin != "present":
+        print_total(time.monotonic() - t0)
     return r
 
 

@@ -1,4 +1,8 @@
-"""The one rich console every module prints through (stderr, so JSON on stdout stays clean)."""
+"""The one rich console every module prints through (stderr, so JSON on stdout stays clean),
+and the shapes of long work on it: a phase line with its time, a fixed-width progress bar.
+
+On a terminal a phase shows a spinner (or ninja's bar) while it runs; piped, nothing live is
+drawn (no blank lines), only the one line per phase when it ends."""
 from __future__ import annotations
 
 import contextlib
@@ -6,14 +10,80 @@ import time
 from typing import Iterator
 
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Column
 
 console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+PHASE_WIDTH = 10   # "configure", "build", "install", "verify", "commit", ...
+BAR_WIDTH = 24
+COUNT_WIDTH = 11   # "12345/12345"
+LABEL_MAX = 60
+
+
+def clip_end(text: str, width: int) -> str:
+    """text cut at its END to width characters (an ellipsis marks the cut)."""
+    if width <= 0:
+        return ""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def label_width(total_width: int | None = None) -> int:
+    """The progress label's fixed width: what the terminal leaves after the fixed columns."""
+    fixed = PHASE_WIDTH + 1 + BAR_WIDTH + 1 + COUNT_WIDTH + 1 + 7 + 1
+    return max(0, min(LABEL_MAX, (total_width or console.width) - fixed - 1))
+
+
+def phase_line(name: str, seconds: float) -> str:
+    return f"[green]✓[/] {name:<{PHASE_WIDTH}}{seconds:>8.1f}s"
+
+
+def print_phase(name: str, seconds: float, note: str = "") -> None:
+    """The one line a finished phase leaves: `✓ build        12.3s`."""
+    console.print(phase_line(name, seconds) + (f"  [dim]{note}[/]" if note else ""),
+                  soft_wrap=True)
+
+
+def print_total(seconds: float, what: str = "total") -> None:
+    console.print(f"  {what:<{PHASE_WIDTH}}{seconds:>8.1f}s", soft_wrap=True)
+
+
+def build_progress(title: str, on: Console | None = None) -> Progress | None:
+    """ninja's [N/M] as a bar of fixed width (label cut at its end); None when not a terminal."""
+    on = on or console
+    if not on.is_terminal:
+        return None
+    return Progress(
+        TextColumn(f"[bold]{clip_end(title, PHASE_WIDTH)}",
+                   table_column=Column(width=PHASE_WIDTH, no_wrap=True)),
+        BarColumn(bar_width=BAR_WIDTH),
+        MofNCompleteColumn(table_column=Column(width=COUNT_WIDTH, justify="right", no_wrap=True)),
+        TimeElapsedColumn(table_column=Column(width=7, no_wrap=True)),
+        TextColumn("{task.description}", markup=False,
+                   table_column=Column(width=label_width(on.width), no_wrap=True,
+                                       overflow="crop")),
+        console=on, transient=True, expand=False)
+
+
+@contextlib.contextmanager
+def phase(name: str, note: str = "") -> Iterator[None]:
+    """A named phase: a spinner on a terminal while it runs, then its line with the time."""
+    start = time.monotonic()
+    if console.is_terminal:
+        with console.status(f"{name} {note}".strip()):
+            yield
+    else:
+        yield
+    print_phase(name, time.monotonic() - start, note)
 
 
 @contextlib.contextmanager
 def step(title: str) -> Iterator[None]:
     """Show a spinner while a long step runs, then its duration."""
     start = time.monotonic()
-    with console.status(title):
+    if console.is_terminal:
+        with console.status(title):
+            yield
+    else:
         yield
     console.print(f"[green]✓[/] {title} [dim]({time.monotonic() - start:.1f}s)[/]")

@@ -9,8 +9,7 @@ from pathlib import Path
 
 from orchestrator.builders import BuildContext, build_dir_key, get_builder
 from orchestrator.builders import launcher
-from orchestrator.builders.process import BuildFailed
-from orchestrator.console import console
+from orchestrator.console import console, phase, print_phase
 from orchestrator.errors import CheckFailed
 from orchestrator.hashing import pretty_json
 from orchestrator.model.manifest import Manifest
@@ -27,17 +26,6 @@ class Realised:
     plan: Plan
     origin: str  # "present" | "built" | "substituted from <url>"
     comparison: dict | None = None  # rebuild=1 / check=1: the rebuilt output against the store
-
-
-def keep_failed_build(store: Store, plan: Plan, stage: Path, build_dir: Path,
-                      err: BuildFailed) -> BuildFailed:
-    """A failed build's staged output (its meta/build.log) moves to tmp/failed-<name>/, which
-    outlives the command (`doit gc` removes it); the message names paths that exist."""
-    keep = failed_dir(store, plan)
-    remove_tree(keep)
-    os.rename(stage, keep)
-    msg = str(err).replace(str(stage), str(keep))
-    return BuildFailed(f"{msg}; the build tree is kept in {build_dir}", report=err.report)
 
 
 def failed_dir(store: Store, plan: Plan) -> Path:
@@ -84,13 +72,11 @@ def build(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain) ->
             return found
         with store.staging(plan.name) as stage:
             t0 = time.monotonic()
-            try:
-                ctx = run_builder(settings, store, plan, toolchain, build_dir, stage,
-                                  settings.compile_cache)
-            except BuildFailed as e:
-                raise keep_failed_build(store, plan, stage, build_dir, e) from None
+            ctx = run_builder(settings, store, plan, toolchain, build_dir, stage,
+                              settings.compile_cache)
             t1 = time.monotonic()
-            verify, committable = run_verify(stage, plan, toolchain, settings)
+            with phase("verify"):
+                verify, committable = run_verify(stage, plan, toolchain, settings)
             t2 = time.monotonic()
             if not committable:
                 keep = failed_dir(store, plan)
@@ -104,11 +90,13 @@ def build(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain) ->
                 prefix_map={**ctx.prefix_map(), **plan.source.extra.get("prefix_map", {})},
                 timings={"build_s": round(t1 - t0, 3), "verify_s": round(t2 - t1, 3)},
                 verify=verify, origin={"kind": "built", "host": socket.gethostname()})
+            c0 = time.monotonic()
             path = store.commit(stage, manifest)
             remove_tree(failed_dir(store, plan))
             st = store.last_commit
-            console.print(f"committed {path.name}: {st.files} files, "
-                          f"{st.bytes_new / 1e6:.1f} MB new, {st.bytes_linked / 1e6:.1f} MB hard-linked")
+            print_phase("commit", time.monotonic() - c0,
+                        f"{st.files} files, {st.bytes_new / 1e6:.1f} MB new, "
+                        f"{st.bytes_linked / 1e6:.1f} MB hard-linked")
             return path
 
 

@@ -1,17 +1,17 @@
 """Run a build step with its output in the build log and ninja's [N/M] as a progress bar."""
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
 import subprocess
+import time
 from collections import deque
 from pathlib import Path
 from typing import IO, Sequence
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-from orchestrator.console import console
+from orchestrator.console import build_progress, clip_end, label_width, print_phase
 from orchestrator.errors import CheckFailed, UserError
 
 NINJA_STATUS_RE = re.compile(r"^\[(\d+)/(\d+)\] ")
@@ -44,16 +44,17 @@ def _kill_group(pgid: int) -> None:
 
 def run_logged(cmd: Sequence[str | Path], *, env: dict[str, str], log: Path, title: str,
                cwd: Path | None = None) -> None:
-    """Run cmd, append all output to log, show ninja progress; raise BuildFailed on error."""
+    """Run cmd, append all output to log, show ninja progress (a terminal only); print the
+    step's phase line with its time; raise BuildFailed on error."""
     argv = [str(c) for c in cmd]
     tail: deque[str] = deque(maxlen=25)
-    progress = Progress(TextColumn(f"[bold]{title}"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), TextColumn("{task.description}"),
-                        console=console, transient=True)
-    with open(log, "a") as logf, progress:
+    start = time.monotonic()
+    progress = build_progress(title)
+    width = label_width()
+    with open(log, "a") as logf, progress or contextlib.nullcontext():
         logf.write(f"$ {' '.join(argv)}\n")
         logf.flush()
-        task = progress.add_task("", total=None)
+        task = progress.add_task("", total=None) if progress is not None else None
         try:  # its own process group (same session): ninja and its compilers, killed together
             proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, text=True, errors="replace",
@@ -68,10 +69,10 @@ def run_logged(cmd: Sequence[str | Path], *, env: dict[str, str], log: Path, tit
                 logf.write(line)
                 tail.append(line.rstrip("\n"))
                 m = NINJA_STATUS_RE.match(line)
-                if m:
+                if m and progress is not None and task is not None:
                     done, total = int(m[1]), int(m[2])
                     progress.update(task, completed=done, total=total,
-                                    description=line[m.end():].strip()[-60:])
+                                    description=clip_end(line[m.end():].strip(), width))
             rc = proc.wait()
         except BaseException:
             _kill_group(proc.pid)
@@ -88,3 +89,4 @@ def run_logged(cmd: Sequence[str | Path], *, env: dict[str, str], log: Path, tit
     if rc != 0:
         shown = "\n".join(tail)
         raise BuildFailed(f"{title} failed (exit {rc}); full log: {log}", report=shown)
+    print_phase(title, time.monotonic() - start)

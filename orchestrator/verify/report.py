@@ -66,9 +66,12 @@ class VerifyReport(BaseModel):
         """The full report as JSON-ready data (meta/verify.json)."""
         return self.model_dump(mode="json")
 
-    def render(self) -> str:
-        """The table for people (see render_table)."""
-        return render_table(self)
+    def render(self, width: int | None = None) -> str:
+        """The table for people (see render_table), as wide as the terminal by default."""
+        if width is None:
+            from orchestrator.console import console
+            width = console.width
+        return render_table(self, width=width)
 
     def headline(self) -> str:
         """One line: which checks failed and the first cause."""
@@ -80,6 +83,12 @@ class VerifyReport(BaseModel):
                 f"first: {fails[0].file}: {fails[0].cause}")
 
 
+def uses_cuda(report: VerifyReport) -> bool:
+    """Whether anything in the artifact (or a finding) is about CUDA."""
+    return any(f.cuda for f in report.files.values()) or any(
+        f.check == "cuda" for f in report.findings)
+
+
 def render_table(report: VerifyReport, width: int = 160, color: bool = False) -> str:
     """Per-check verdicts and findings (failures first) as rich tables, rendered to text."""
     from rich.console import Console
@@ -87,11 +96,15 @@ def render_table(report: VerifyReport, width: int = 160, color: bool = False) ->
 
     console = Console(file=io.StringIO(), width=width, force_terminal=color, color_system="auto" if color else None)
     status = "[green]PASS[/]" if report.ok else "[red]FAIL[/]"
-    verdicts = Table(title=f"verify {report.artifact} {status}", show_lines=False)
+    # the title is its own line: as a table title it wraps at the (narrow) table's width
+    console.print(f"verify {report.artifact} {status}", soft_wrap=True)
+    verdicts = Table(show_lines=False)
     verdicts.add_column("check")
     verdicts.add_column("result")
     for check in CHECKS:
         v = report.checks.get(check, "skipped")
+        if check == "cuda" and v != "fail" and not uses_cuda(report):
+            continue  # a CPU-only artifact: no CUDA row
         colour = {"pass": "green", "fail": "red", "skipped": "yellow"}[v]
         verdicts.add_row(check, f"[{colour}]{v}[/]")
     console.print(verdicts)

@@ -1,0 +1,70 @@
+"""Build output: a fixed-width progress bar whose label is cut at its end, one line per
+phase with its time and a total, no blank lines when piped, tables as wide as the terminal."""
+from __future__ import annotations
+
+import io
+import re
+
+from rich.console import Console
+
+from orchestrator.console import build_progress, clip_end, label_width
+from orchestrator.verify.report import FileFacts, VerifyReport, render_table
+
+PHASE = re.compile(r"^✓ (configure|build|install|verify|commit)\s+\d+\.\ds\b")
+
+
+def test_clip_end_keeps_the_start() -> None:
+    assert clip_end("Building CXX object src/CMakeFiles/core.dir/a.cpp.o", 20) == "Building CXX object…"
+    assert clip_end("short", 20) == "short"
+
+
+def bar_lines(descriptions: list[str], total: int, width: int = 100) -> list[str]:
+    con = Console(file=io.StringIO(), width=width, force_terminal=True, color_system=None)
+    progress = build_progress("build", con)
+    assert progress is not None
+    task = progress.add_task("", total=total)
+    out = []
+    for i, d in enumerate(descriptions, 1):
+        progress.update(task, completed=i, description=clip_end(d, label_width(width)))
+        seg = con.render_lines(progress.get_renderable(), pad=False)
+        out.append("".join(s.text for s in seg[0]).rstrip())
+    return out
+
+
+def test_progress_bar_has_a_fixed_width_and_cuts_the_label_at_the_end() -> None:
+    long = "Building CXX object " + "very/long/path/" * 10 + "file.cpp.o"
+    lines = bar_lines(["Linking x", long, "Building CXX object a.o"], total=3000)
+    bars = [ln.index("build") for ln in lines]
+    assert len(set(bars)) == 1
+    ends = [ln.index(" 0:00:") for ln in lines]  # the bar + count columns end at one place
+    assert len(set(ends)) == 1, lines
+    assert "Building CXX object very/long" in lines[1]  # the start is kept
+    assert len(lines[1]) <= 100
+    assert build_progress("build", Console(file=io.StringIO(), force_terminal=False)) is None
+
+
+def report(cuda: list[str]) -> VerifyReport:
+    return VerifyReport(artifact="d" * 40 + "-demo-relwithdebinfo", root="/x", ok=True,
+                        checks={"resolution": "pass", "cuda": "pass"}, findings=[],
+                        files={"prefix/lib/libdemo.so": FileFacts(cuda=cuda)})
+
+
+def test_verify_table_title_does_not_wrap_and_cpu_only_has_no_cuda_row() -> None:
+    text = render_table(report([]), width=100)
+    title = [ln for ln in text.splitlines() if ln.startswith("verify ")]
+    assert title == [f"verify {'d' * 40}-demo-relwithdebinfo PASS"], text
+    assert "cuda" not in text
+    assert "cuda" in render_table(report(["sm_80"]), width=100)
+    assert all(len(ln) <= 100 for ln in text.splitlines())
+
+
+def test_build_prints_one_line_per_phase_a_total_and_no_blank_lines(doit) -> None:  # noqa: ANN001
+    res = doit("build", "variant=release")
+    assert res.returncode == 0, res.output
+    lines = res.stderr.rstrip("\n").split("\n")
+    assert "" not in lines, res.stderr
+    phases = [m[1] for ln in lines if (m := PHASE.match(ln))]
+    assert phases == ["configure", "build", "install", "verify", "commit"], res.stderr
+    assert re.match(r"^\s+total\s+\d+\.\ds$", lines[-1]), res.stderr
+    again = doit("build", "variant=release")  # present: no phases, no total
+    assert again.returncode == 0 and not any(PHASE.match(ln) for ln in again.stderr.splitlines())
