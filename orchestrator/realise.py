@@ -9,6 +9,7 @@ from pathlib import Path
 
 from orchestrator.builders import BuildContext, build_dir_key, get_builder
 from orchestrator.builders import launcher
+from orchestrator.builders.process import BuildFailed
 from orchestrator.console import console, phase, print_phase
 from orchestrator.errors import CheckFailed
 from orchestrator.hashing import pretty_json
@@ -26,6 +27,17 @@ class Realised:
     plan: Plan
     origin: str  # "present" | "built" | "substituted from <url>"
     comparison: dict | None = None  # rebuild=1 / check=1: the rebuilt output against the store
+
+
+def keep_failed_build(store: Store, plan: Plan, stage: Path, build_dir: Path,
+                      err: BuildFailed) -> BuildFailed:
+    """A failed build's staged output (its meta/build.log) moves to tmp/failed-<name>/, which
+    outlives the command (`doit gc` removes it); the message names paths that exist."""
+    keep = failed_dir(store, plan)
+    remove_tree(keep)
+    os.rename(stage, keep)
+    msg = str(err).replace(str(stage), str(keep))
+    return BuildFailed(f"{msg}; the build tree is kept in {build_dir}", report=err.report)
 
 
 def failed_dir(store: Store, plan: Plan) -> Path:
@@ -72,8 +84,11 @@ def build(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain) ->
             return found
         with store.staging(plan.name) as stage:
             t0 = time.monotonic()
-            ctx = run_builder(settings, store, plan, toolchain, build_dir, stage,
-                              settings.compile_cache)
+            try:
+                ctx = run_builder(settings, store, plan, toolchain, build_dir, stage,
+                                  settings.compile_cache)
+            except BuildFailed as e:
+                raise keep_failed_build(store, plan, stage, build_dir, e) from None
             t1 = time.monotonic()
             with phase("verify"):
                 verify, committable = run_verify(stage, plan, toolchain, settings)
