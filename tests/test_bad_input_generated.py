@@ -19,7 +19,7 @@ from typing import Callable
 
 import pytest
 
-from tests.conftest import copy_project, run_doit
+from conftest import copy_project, run_doit
 
 SEED = 15
 RNG = random.Random(SEED)

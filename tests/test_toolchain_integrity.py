@@ -25,7 +25,7 @@ from orchestrator.model.lock import CompilerEntry
 from orchestrator.store import Store
 from orchestrator.toolchain import (FILES_MANIFEST, TOOLCHAIN_JSON, check_machine, check_toolchain,
                                     ensure_toolchain, toolchain_hash)
-from tests.conftest import copy_project
+from conftest import copy_project
 
 REPO = Path(__file__).resolve().parents[1]
 MINI_SPEC = '[python]\ninterpreter = "/usr/bin/python3"\n'
