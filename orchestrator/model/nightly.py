@@ -17,9 +17,13 @@ class MatrixEntry(BaseModel):
     # Shell commands run after `. .orch/env.sh` in a workspace switched to the artifact;
     # {recipe}, {variant} and {build_type} are substituted. Each must exit 0.
     smoke: list[ArgStr] = []
-    # Entries that need a GPU are skipped (and reported as skipped) where none is visible.
+    # Entries that need a GPU are built and verified everywhere; their smoke tests run only
+    # where a GPU is visible (nvidia-smi -L) and are reported as skipped, with the reason, elsewhere.
     requires_gpu: bool = False
     timeout_s: float = Field(default=600, gt=0)
+    # Branch tracking (git sources only): build the head of this branch at run time instead of
+    # the commit pinned in locks/git-sources.json; the report records the commit built.
+    track: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$")
 
     @field_validator("smoke")
     @classmethod
