@@ -13,6 +13,9 @@ import pytest
 from conftest import DoitResult, copy_project, make_store, run_doit
 
 
+WORKSPACE_VERBS = ("verify", "switch", "rollback", "status", "gc", "vscode")
+
+
 class Env:
     """One project copy + store + workspace for this module; builds are shared."""
 
@@ -23,7 +26,9 @@ class Env:
         self.workspace.mkdir()
 
     def doit(self, *args: str) -> DoitResult:
-        extra = [f"store={self.store}", f"workspace={self.workspace}"]
+        extra = [f"store={self.store}"]
+        if args[0] in WORKSPACE_VERBS:
+            extra.append(f"workspace={self.workspace}")
         if args[0] in ("build", "switch"):
             extra.append("substitute=0")
         return run_doit(self.project, *args, *extra)
@@ -183,3 +188,33 @@ def test_a_failed_build_keeps_its_log_until_gc(env):
     gc = env.doit("gc")
     assert gc.returncode == 0, gc.output
     assert not log.exists()
+
+
+def test_cpp_extension_push_pull_into_a_fresh_store(env, tmp_path, session_toolchain):
+    """Everyone's download: push to a file:// cache, a teammate pulls into an empty store."""
+    assert env.build("cppext").returncode == 0
+    keys, cache = tmp_path / "keys", tmp_path / "cache"
+    cache.mkdir()
+    base = {"ORCH_CACHE_KEY_DIR": str(keys), "ORCH_NO_PROGRESS": "1"}
+    gen = run_doit(env.project, "cache-keygen", "name=team-1", env=base)
+    assert gen.returncode == 0, gen.output
+    public = gen.stdout.strip().splitlines()[-1]
+    config = tmp_path / "cache.toml"
+    config.write_text(f'[cache]\nsubstituters = ["{cache.as_uri()}/"]\ntrusted-keys = ["{public}"]\n')
+    cfg = {**base, "ORCH_CACHE_CONFIG": str(config)}
+    push = run_doit(env.project, "push", "recipe=cppext", f"store={env.store}",
+                    env={**cfg, "ORCH_CACHE_SIGNING_KEY": str(keys / "team-1.secret")})
+    assert push.returncode == 0, push.output
+    mate = make_store(tmp_path / "B", session_toolchain)
+    ws = tmp_path / "ws-b"
+    ws.mkdir()
+    pull = run_doit(env.project, "switch", "recipe=cppext", f"store={mate}", f"workspace={ws}", env=cfg)
+    assert pull.returncode == 0, pull.output
+    assert "substituted" in pull.output or "pulled" in pull.output, pull.output
+    assert list((mate / "store").glob("*-cppext-relwithdebinfo"))
+    code = "import torch, cppext; print(cppext.scale(torch.ones(2), 5.0).tolist())"
+    out = subprocess.run(["bash", "-c", f". '{ws}/.orch/env.sh' && python -c '{code}'"],
+                         capture_output=True, text=True,
+                         env={"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[5.0, 5.0]"

@@ -129,7 +129,7 @@ def test_archive_from_a_pypi_sdist(env, tmp_path):
                             'subdir = "cpp"\nfetch = { pypi = "tinysdist==1.0" }')
     pip_env = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(index), "PIP_CONFIG_FILE": os.devnull}
     res = run_doit(env.project, "build", "recipe=tinypypi", f"store={env.store}", "substitute=0",
-                   f"workspace={env.workspace}", env=pip_env)
+                   env=pip_env)
     assert res.returncode == 0, res.output
     assert (env.artifact("tinypypi") / "prefix" / "lib" / "libtiny.so").is_file()
 

@@ -22,6 +22,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from orchestrator.builders import BuildContext
+from orchestrator.builders.cmake import define_value
 from orchestrator.builders.process import BuildFailed, run_logged
 from orchestrator.errors import UserError
 from orchestrator.model.lock import PypiEntry
@@ -181,10 +182,6 @@ def keep_meta(ctx: BuildContext, tree: Path) -> None:
                        ("compile_commands.json", "compile_commands.json"), (".ninja_log", "ninja_log")):
         if (tree / name).is_file():
             shutil.copy2(tree / name, ctx.meta / dest)
-
-
-def define_value(v: bool | int | str) -> str:
-    return ("ON" if v else "OFF") if isinstance(v, bool) else str(v)
 
 
 def scikit_build_config(ctx: BuildContext) -> list[str]:
