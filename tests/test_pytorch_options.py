@@ -107,8 +107,15 @@ def test_system_package_drift_names_the_package():
 
 def test_patches_of_the_recipe_exist_and_are_ordered():
     recipe = load_recipe(REPO / "recipes", "pytorch")
-    assert recipe.source.patches == ["pytorch/patches/0001-drop-foxi.patch",
-                                     "pytorch/patches/0002-fmt9-format-to.patch"]
+    names = [p.rsplit("/", 1)[1] for p in recipe.source.patches]
+    assert names == sorted(names) and names[:2] == ["0001-drop-foxi.patch",
+                                                    "0002-fmt9-format-to.patch"]
     assert all((REPO / "recipes" / p).is_file() for p in recipe.source.patches)
-    assert [o.path for o in recipe.source.overlays] == ["third_party/fmt"]
+    # Every patch file shipped is applied (none forgotten in the recipe).
+    shipped = sorted(p.name for p in (REPO / "recipes/pytorch/patches").glob("*.patch"))
+    assert names == shipped
+    assert [o.path for o in recipe.source.overlays] == ["third_party/fmt", "third_party/kineto",
+                                                       "third_party/pocketfft"]
+    assert {o.archive_dir.split("/")[1].split("-")[0] for o in recipe.source.overlays
+            if o.archive_dir} == {"kineto", "pocketfft"}
     assert shutil.which("patch") and shutil.which("tar")
