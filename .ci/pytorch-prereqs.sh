@@ -83,4 +83,6 @@ fetch fmtlib=9.1.0+ds1-2 fmtlib_9.1.0+ds1.orig.tar.gz \
     84ce1c2d0be3a9863935137969dcec6970125caac032f82474640bfc81463583
 fetch pytorch=2.6.0+dfsg-7 pytorch_2.6.0+dfsg-7.debian.tar.xz \
     3290d4e5168b6e44191882213f61ad41c134a912fe11a44364c2e74f81f68af0
+fetch pytorch=2.6.0+dfsg-7 pytorch_2.6.0+dfsg.orig.tar.xz \
+    099a9601bc40d67656e75735c44abedb0fbe92d08817852ab7472eebb7e6ddff
 echo "pytorch-prereqs: ok; archives in $dest"

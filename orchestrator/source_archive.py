@@ -17,7 +17,7 @@ import subprocess
 import sys
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
@@ -25,7 +25,7 @@ from orchestrator.console import console
 from orchestrator.errors import UserError
 from orchestrator.hashing import StatCache, digest_of, sha256_bytes, sha256_file, tree_digest
 from orchestrator.model.recipe import Recipe
-from orchestrator.model.source_archive import Archive, ArchiveSource
+from orchestrator.model.source_archive import Archive, ArchiveSource, Overlay
 from orchestrator.settings import Settings
 from orchestrator.source import IGNORED_DIRS, IGNORED_FILES, PREPARERS, PreparedSource, stat_cache
 from orchestrator.store import Store, remove_tree
@@ -180,13 +180,26 @@ def _untar(archive: Path, dest: Path, strip: int, member: str | None = None) -> 
         raise UserError(f"{archive.name} has no directory {member!r}; fix the overlay's archive_dir")
 
 
-def apply_patch(tree: Path, patch: Path) -> None:
+def apply_patch(tree: Path, patch: Path, what: str = "the pinned source") -> None:
     res = subprocess.run(["patch", "-p1", "--batch", "--forward", "--fuzz=0", "--no-backup-if-mismatch",
                           "-d", str(tree), "-i", str(patch)], capture_output=True, text=True)
     if res.returncode != 0:
         detail = (res.stdout + res.stderr).strip().splitlines()[-1:] or ["no output"]
-        raise UserError(f"patch {patch.name} does not apply to the pinned source: {detail[0]}; "
+        raise UserError(f"patch {patch.name} does not apply to {what}: {detail[0]}; "
                         "refresh the patch against this source")
+
+
+def _patched_mtimes(tree: Path, patch: Path) -> dict[Path, float]:
+    """mtimes of the existing files a -p1 patch names (its `+++ ` lines)."""
+    out: dict[Path, float] = {}
+    for line in patch.read_text(errors="replace").splitlines():
+        if line.startswith("+++ "):
+            name = line[4:].split("\t")[0].strip()
+            rel = name.split("/", 1)[1] if "/" in name else name
+            f = tree / rel
+            if f.is_file():
+                out[f] = f.stat().st_mtime
+    return out
 
 
 def materialize(spec: ArchiveSource, patches: list[Path], identity: dict[str, Any],
@@ -223,9 +236,15 @@ def materialize(spec: ArchiveSource, patches: list[Path], identity: dict[str, An
 
 
 def patched_copy(src: Path, patches: list[Path], identity: dict[str, Any], recipe: str,
-                 store: Store, ignore: tuple[str, ...] = IGNORED_DIRS) -> Path:
-    """A copy of src (less `ignore`d directories) with patches applied, made once into
-    <store>/sources/<key>-<recipe>/."""
+                 store: Store, ignore: tuple[str, ...] | Callable = IGNORED_DIRS,
+                 overlays: list[tuple[Overlay, Path]] = (), what: str = "the pinned source",
+                 keep_mtimes: bool = False) -> Path:
+    """A copy of src (less `ignore`d directories) with overlays (their directories must be
+    empty or missing in src) and patches applied, made once into <store>/sources/<key>-<recipe>/.
+
+    keep_mtimes: a patched file's mtime becomes the newer of its original's and the patch
+    file's, so a fresh copy of an unchanged file (a developer checkout after an edit
+    elsewhere) does not look changed to ninja/CMake."""
     key = digest_of(identity)[:16]
     final = store.root / "sources" / f"{key}-{recipe}"
     if (final / TREE_STAMP).is_file():
@@ -235,9 +254,21 @@ def patched_copy(src: Path, patches: list[Path], identity: dict[str, Any], recip
             return final
         with console.status(f"patching a copy of {src.name}"), store.staging(f"source-{key}") as tmp:
             tree = tmp / "tree"
-            shutil.copytree(src, tree, symlinks=True, ignore=shutil.ignore_patterns(*ignore))
+            skip = ignore if callable(ignore) else shutil.ignore_patterns(*ignore)
+            shutil.copytree(src, tree, symlinks=True, ignore=skip)
+            for o, path in overlays:
+                dest = tree / o.path
+                if dest.exists() and any(dest.iterdir()):
+                    raise UserError(f"overlay {o.file}: {o.path} is not empty in {src}; an "
+                                    "overlay may only fill an empty or missing directory")
+                _untar(path, dest, o.strip_components, o.archive_dir)
             for p in patches:
-                apply_patch(tree, p)
+                before = _patched_mtimes(tree, p) if keep_mtimes else {}
+                apply_patch(tree, p, what)
+                for f, mtime in before.items():
+                    if f.is_file():
+                        newest = max(mtime, p.stat().st_mtime)
+                        os.utime(f, (newest, newest))
             (tree / TREE_STAMP).write_text(digest_of(identity) + "\n")
             final.parent.mkdir(parents=True, exist_ok=True)
             if final.exists():
@@ -312,12 +343,17 @@ def checkout_identity(path: Path, cache: StatCache) -> dict[str, Any]:
     }
 
 
-def prepare_checkout(raw: str, store: Store) -> PreparedSource:
-    """A developer's own tree given as source=PATH (git-aware identity; dirty trees allowed)."""
+def checkout_dir(raw: str) -> Path:
     src = Path(raw).expanduser()
     src = (src if src.is_absolute() else Path.cwd() / src).resolve()
     if not src.is_dir():
         raise UserError(f"source={raw}: directory {src} does not exist; fix the path")
+    return src
+
+
+def prepare_checkout(raw: str, store: Store) -> PreparedSource:
+    """A developer's own tree given as source=PATH (git-aware identity; dirty trees allowed)."""
+    src = checkout_dir(raw)
     cache = stat_cache(store)
     if is_git_checkout(src):
         ident = checkout_identity(src, cache)
@@ -333,11 +369,54 @@ def prepare_archive_source(settings: Settings, recipe: Recipe, spec: ArchiveSour
     """source=PATH builds that checkout; otherwise the recipe's pinned archive."""
     raw = settings.vars.get("source")
     if raw:
-        return prepare_checkout(raw, store)
+        if recipe.build.system == "pytorch":  # an unsupported tree: one line, before any work
+            from orchestrator.builders.pytorch import tree_version
+            tree_version(checkout_dir(raw), f"source={raw}")
+        prepared = prepare_checkout(raw, store)
+        if spec.patch_checkouts and (spec.overlays or spec.patches):
+            return patched_checkout(settings, recipe, spec, prepared, store)
+        return prepared
     patches = patch_paths(spec, settings.recipes_dir, recipe.name)
     identity = archive_identity(spec, patches)
     tree = materialize(spec, patches, identity, recipe.name, store)
     return PreparedSource(dir=tree, identity=identity, extra={"checkout": False})
+
+
+def checkout_ignore(root: Path) -> Callable[[str, list[str]], set[str]]:
+    """What a checkout's copy leaves out: workspace plumbing and build output at the root
+    (.orch, .vscode, build, ... as the identity does), VCS data, __pycache__ and the
+    workspace's links into .orch/profile anywhere (a submodule's `.git` file would point
+    outside the copy). A nested directory named `build`
+    (PyTorch has tools/build/) is source and is copied."""
+    def skip(d: str, names: list[str]) -> set[str]:
+        top = Path(d) == root
+        return {n for n in names if n in (".git", ".hg", "__pycache__")
+                or (top and is_workspace_plumbing(n)) or is_workspace_link(Path(d) / n)}
+    return skip
+
+
+def patched_checkout(settings: Settings, recipe: Recipe, spec: ArchiveSource,
+                     prepared: PreparedSource, store: Store) -> PreparedSource:
+    """`patch_checkouts = true`: the recipe's overlays (only where the checkout's directory is
+    empty or missing: a checkout with its submodules keeps them) and patches, applied to a
+    copy under the store; the checkout itself is never written. Identity = the checkout's +
+    the overlays used + the patches (in order)."""
+    src = prepared.dir
+    patches = patch_paths(spec, settings.recipes_dir, recipe.name)
+    wanted = [o for o in spec.overlays
+              if not ((src / o.path).is_dir() and any((src / o.path).iterdir()))]
+    identity = {**prepared.identity,
+                "overlays": archive_identity(spec.model_copy(update={"overlays": wanted}),
+                                             [])["overlays"],
+                "patches": patch_identity(patches)}
+    cache = stat_cache(store)
+    overlays = [(o, obtain_archive(o, store, cache)) for o in wanted]
+    cache.save()
+    tree = patched_copy(src, patches, identity, recipe.name, store, ignore=checkout_ignore(src),
+                        overlays=overlays,
+                        what=f"the checkout {src}", keep_mtimes=True)
+    return PreparedSource(dir=tree, identity=identity,
+                          extra={**prepared.extra, "patched_copy": True, "checkout_dir": str(src)})
 
 
 def register() -> None:
@@ -347,4 +426,4 @@ def register() -> None:
 register()
 
 __all__ = ["obtain_archive", "materialize", "checkout_identity", "prepare_checkout",
-           "prepare_archive_source", "archive_identity"]
+           "prepare_archive_source", "archive_identity", "patched_checkout"]

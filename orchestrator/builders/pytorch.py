@@ -141,7 +141,43 @@ def build_env(ctx: BuildContext, opts: PyTorchOptions) -> dict[str, str]:
     return env
 
 
+# Major versions of PyTorch source trees this builder drives (setup.py's CMake defines, the
+# layout of torch/csrc and torch/lib): 1.x (from 1.13) and 2.x.
+SUPPORTED_MAJORS = (1, 2)
+VERSION_RE = re.compile(r"^(\d+)\.(\d+)(\.\d+)?([A-Za-z0-9.+_-]*)$")
+SUPPORTED_TEXT = ("the pytorch builder handles PyTorch 1.x and 2.x source trees "
+                  "(version.txt and setup.py, or a scikit-build-core pyproject.toml, at the root)")
+
+
+def tree_version(src: Path, where: str) -> str:
+    """The version a PyTorch tree's version.txt says, checked to be one this builder drives;
+    anything else is one line naming what was found and what is supported."""
+    vfile = src / "version.txt"
+    missing = [] if vfile.is_file() else ["version.txt"]
+    try:
+        detect_driver(src)
+    except UserError:
+        missing.append("setup.py")
+    if missing:
+        raise UserError(f"{where}: {src} has no {' and no '.join(missing)}; {SUPPORTED_TEXT}")
+    text = vfile.read_text(errors="replace").strip()
+    m = VERSION_RE.match(text)
+    if not m:
+        raise UserError(f"{where}: {vfile} says {text[:40]!r}, not a version; {SUPPORTED_TEXT}")
+    if int(m[1]) not in SUPPORTED_MAJORS:
+        raise UserError(f"{where}: {src} is PyTorch {text} (version.txt); {SUPPORTED_TEXT}")
+    return text
+
+
 def torch_version(ctx: BuildContext, opts: PyTorchOptions) -> str:
+    """TORCH_BUILD_VERSION: a pinned source's recipe version (else its version.txt); a
+    checkout's own version.txt + git rev (setup.py's `<version>+git<sha7>`), whatever the
+    recipe pins: the recipe describes its pinned tree, not the user's."""
+    if ctx.plan.source.extra.get("checkout"):
+        where = ctx.plan.source.extra.get("checkout_dir") or ctx.source_dir
+        version = tree_version(ctx.source_dir, f"source={where}")
+        rev = ctx.plan.source.extra.get("git_rev")
+        return f"{version}+git{rev[:7]}" if rev else version
     if opts.version:
         return opts.version
     vfile = ctx.source_dir / "version.txt"
@@ -364,10 +400,11 @@ def build_copy_of_source(ctx: BuildContext) -> BuildContext:
     """A pinned source is shared by every variant and must stay as unpacked: PyTorch's
     codegen writes into its source tree (version.h, Config.h, autograd/generated, __pycache__),
     so a pinned tree is built from a copy inside the build tree, made once per source identity
-    (mtimes kept, so a re-copy rebuilds only what changed). A checkout builds in place, as
-    `setup.py develop` would."""
-    if ctx.plan.source.extra.get("checkout"):
-        return ctx
+    (mtimes kept, so a re-copy rebuilds only what changed). So is a checkout's patched copy
+    (`patch_checkouts`: it lives in the store's sources/ too). A plain checkout builds in
+    place, as `setup.py develop` would."""
+    if ctx.plan.source.extra.get("checkout") and not ctx.plan.source.extra.get("patched_copy"):
+        return ctx  # (a checkout's patched copy is in the store's sources/: copied like a pin)
     dest = ctx.build_dir / SOURCE_COPY
     stamp = ctx.build_dir / SOURCE_COPY_STAMP
     wanted = digest_of(ctx.plan.source.identity)
@@ -434,4 +471,4 @@ class PyTorchBuilder:
 
 
 __all__ = ["PyTorchBuilder", "detect_driver", "build_type_from_env", "defines_from_env",
-           "build_env", "pytorch_defines", "target_dirs"]
+           "build_env", "pytorch_defines", "target_dirs", "tree_version", "SUPPORTED_MAJORS"]

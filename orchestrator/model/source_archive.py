@@ -8,6 +8,7 @@ sha256 = "d035…"
 fetch = { apt_source = "pytorch=1.13.1+dfsg-4" }   # or { url = "https://…" / "file://…" },
                                                      # or { pypi = "name==version" } (an sdist)
 subdir = "cpp"                                       # optional: build this directory of the tree
+patch_checkouts = true                               # optional: source=PATH gets overlays + patches too
 patches = ["pytorch/patches/0001-drop-foxi.patch"]   # relative to recipes/, applied in order
 
 [[source.overlays]]                                  # a pinned source placed inside the tree
@@ -116,12 +117,15 @@ class Overlay(Archive):
 
 class ArchiveSource(Archive, OmitUnset):
     kind: Literal["archive"] = "archive"
-    omit_unset: ClassVar[tuple[str, ...]] = ("subdir",)
+    omit_unset: ClassVar[tuple[str, ...]] = ("subdir", "patch_checkouts")
     overlays: list[Overlay] = []
     # Patch files relative to recipes/, applied with `patch -p1` in this order.
     patches: list[str] = []
     # Build this directory of the unpacked tree (e.g. an sdist's C++ project in pkg/).
     subdir: str | None = None
+    # source=PATH builds a copy of that checkout with these overlays (into its empty or
+    # missing directories only) and patches applied; unset: the checkout as it is.
+    patch_checkouts: bool | None = None
 
     @field_validator("subdir")
     @classmethod

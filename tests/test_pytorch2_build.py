@@ -1,0 +1,82 @@
+"""The PyTorch 2.x recipe (recipes/pytorch2.toml) on the real 2.6.0 source: Debian trixie's
+tarball + fmt/cpp-httplib/kineto/pocketfft overlays + four patches, configured whole against
+this machine's system libraries; c10 built in one variant with real cmake/ninja/gcc.
+
+Needs .ci/pytorch-prereqs.sh (build-deps + tarballs); skips only when the tarballs cannot
+be had. Configure is about 2-3 minutes on 2 cores, c10 a few more.
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from elftools.elf.elffile import ELFFile
+
+from conftest import REPO, copy_project, run_doit
+from orchestrator.errors import UserError
+from orchestrator.model.recipe import load_recipe
+from orchestrator.source_archive import obtain_archive
+from orchestrator.store import Store
+
+pytestmark = pytest.mark.pytorch
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pytorch2")
+    store = Store(root / "store").ensure()
+    recipe = load_recipe(REPO / "recipes", "pytorch2")
+    try:
+        for archive in (recipe.source, *recipe.source.overlays):
+            obtain_archive(archive, store)
+    except UserError as e:
+        pytest.skip(f"PyTorch 2.6.0 source tarballs unavailable ({e}); run .ci/pytorch-prereqs.sh")
+    return {"root": root, "store": store.root, "project": copy_project(root / "project")}
+
+
+def cache_entry(cmake_cache: Path, key: str) -> str:
+    m = re.search(rf"^{key}:[A-Z]+=(.*)$", cmake_cache.read_text(), re.M)
+    assert m, key
+    return m[1]
+
+
+def test_pytorch2_c10_relwithdebinfo(world):
+    res = run_doit(world["project"], "build", "format=json", "recipe=pytorch2",
+                   "variant=relwithdebinfo", "targets=c10", "substitute=0",
+                   f"store={world['store']}", timeout=3000)
+    assert res.returncode == 0, res.output[-4000:]
+    art = Path(json.loads(res.stdout.strip().splitlines()[-1])["path"])
+    meta = art / "meta"
+    lib = art / "prefix/lib/libc10.so"
+    assert lib.is_file()
+    with open(lib, "rb") as f:
+        sections = {s.name for s in ELFFile(f).iter_sections()}
+    assert {".debug_info", ".debug_line"} <= sections
+    assert cache_entry(meta / "CMakeCache.txt", "CMAKE_BUILD_TYPE") == "RelWithDebInfo"
+    assert cache_entry(meta / "CMakeCache.txt", "TORCH_BUILD_VERSION") == "2.6.0"
+    info = json.loads((meta / "pytorch.json").read_text())
+    assert info["torch_version"] == "2.6.0" and info["defines"]["USE_SYSTEM_LIBS"] == "ON"
+    assert json.loads((meta / "verify.json").read_text())["ok"]
+    # Built from a per-build copy of the pinned tree (which stays as unpacked).
+    assert json.loads((art / "manifest.json").read_text())["prefix_map"] == {
+        "/orch/build/pytorch2-relwithdebinfo/source": "source",
+        "/orch/build/pytorch2-relwithdebinfo": "build"}
+    # The whole tree was configured: torch_cpu's and torch_python's sources are in the graph.
+    commands = json.loads((meta / "compile_commands.json").read_text())
+    files = {c["file"] for c in commands}
+    assert any(f.endswith("torch/csrc/Module.cpp") for f in files)
+    assert any(f.endswith("aten/src/ATen/native/mkl/SpectralOps.cpp") for f in files)
+    # Each c10 compile line: -O2 once, -g once (patch 0004), the prefix maps.
+    for c in commands:
+        if "/c10/" in c["file"] and c["file"].endswith(".cpp"):
+            argv = c["command"].split()
+            assert [a for a in argv if re.match(r"^-O[0-3sgz]?$", a)] == ["-O2"], c["command"]
+            assert argv.count("-g") == 1, c["command"]
+    res = run_doit(world["project"], "verify", "recipe=pytorch2", "variant=relwithdebinfo",
+                   "targets=c10", "substitute=0", f"store={world['store']}", timeout=900)
+    assert res.returncode == 0, res.output[-3000:]
+    readelf = subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True).stdout
+    assert "$ORIGIN" in readelf
