@@ -37,7 +37,8 @@ def cell_path(reports: Path, run: str, cell: Cell) -> Path:
 
 
 def tail(text: str | None, lines: int = TAIL_LINES) -> str:
-    return "\n".join((text or "").rstrip().splitlines()[-lines:])
+    """The last non-blank lines of a failure's output."""
+    return "\n".join([ln for ln in (text or "").splitlines() if ln.strip()][-lines:])
 
 
 def gpu_visible() -> tuple[bool, str]:

@@ -21,7 +21,7 @@ body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
 h1{margin:0 0 .2em}table{border-collapse:collapse;margin:.5em 0 1.5em}
 td,th{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:top}
 .ok{background:#d9f2d9}.failed{background:#f8d0d0}.skipped{background:#eee}.missing{background:#fbe7c6}
-.none{background:#fff}pre{background:#f6f6f6;padding:.5em;max-width:100ch;overflow:auto;margin:.3em 0}
+.none{background:#fff}pre{background:#f6f6f6;padding:.5em;max-width:90ch;overflow:auto;margin:.3em 0}
 .reg{color:#b00;font-weight:bold}.plots{display:flex;flex-wrap:wrap;gap:1em}
 .plot svg{max-width:640px;height:auto}code{font-size:90%}.grid td{text-align:center;min-width:2.2em}
 """
