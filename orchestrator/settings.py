@@ -14,6 +14,7 @@ KNOWN_VARS = {
     "keep", "source", "targets", "name", "all", "lock", "clean", "config", "reports", "push",
     "compile_cache", "keep_going", "distcc_hosts", "ccache_max", "ccache_evict_older",
     "toolchain",  # doit verify toolchain=1: re-hash the materialized toolchain
+    "cell", "run", "notify",  # doit nightly: one matrix cell, the run id, POST the summary
     "create", "dry_run",  # store= may be created with its parents; doit gc dry_run=1
 }  # per verb: orchestrator.cli_vars (the help and the check read that table)
 
@@ -89,6 +90,9 @@ class Settings:
     compile_cache: str = "ccache"
     keep_going: bool = False
     vars: dict[str, str] = field(default_factory=dict)
+    # recipe -> git entry ({url, rev, commit, tree, submodules}) resolved at run time
+    # (nightly branch tracking); used instead of locks/git-sources.json
+    tracked_sources: dict[str, dict] = field(default_factory=dict)
 
     @property
     def recipes_dir(self) -> Path:

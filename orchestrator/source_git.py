@@ -124,6 +124,8 @@ def lock_git_sources(settings: Settings, store: Store) -> Path | None:
 
 
 def locked(settings: Settings, recipe: Recipe, spec: GitSource) -> dict[str, Any]:
+    if recipe.name in settings.tracked_sources:  # a branch head the nightly bot resolved
+        return settings.tracked_sources[recipe.name]
     entry = read_git_lock(settings).get(recipe.name)
     if entry is None or entry.get("url") != spec.url or entry.get("rev") != spec.rev:
         raise UserError(f"recipes/{recipe.name}.toml: source (git {spec.url} {spec.rev}) is not "

@@ -84,6 +84,6 @@ def task_vscode():
 
 
 def task_nightly():
-    """Build bot: build/verify/smoke-test the nightly.toml matrix, push=1 to cache, report."""
+    """Build bot: the nightly.toml matrix (jobs=N); `nightly matrix`, cell=R/V, `nightly report`."""
     from orchestrator.bot import cmd_nightly
-    return task(cmd_nightly, "nightly")
+    return args_task(cmd_nightly, "nightly")
