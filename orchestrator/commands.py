@@ -6,6 +6,7 @@ import time
 
 from rich.table import Table
 
+from orchestrator import store_usage
 from orchestrator.builders import launcher
 from orchestrator.console import console, print_total
 from orchestrator.errors import UserError
@@ -14,10 +15,11 @@ from orchestrator.lock.files import load_lock, lock_path, render_lock, save_lock
 from orchestrator.lock.resolve import lock_all
 from orchestrator.model.recipe import load_recipe
 from orchestrator.realise import Realised, realise
-from orchestrator.settings import Settings
+from orchestrator.settings import Settings, parse_bool
 from orchestrator.store import Store
+from orchestrator.store_usage import mtime_iso, source_revision, tree_size
 from orchestrator.toolchain import ensure_toolchain
-from orchestrator.workspace import Workspace, gc_roots
+from orchestrator.workspace import Workspace
 
 
 def store_of(settings: Settings) -> Store:
@@ -100,6 +102,8 @@ def cmd_rollback(settings: Settings) -> None:
     ws = Workspace(settings.workspace)
     gen = ws.rollback()
     target = ws.current()
+    from orchestrator import ide
+    ide.refresh_if_managed(settings)  # F5 builds/debugs the now-active artifact, not the old one
     emit(settings, {"generation": gen, "path": str(target)},
          f"rolled back: {settings.workspace} generation {gen} → {target.name if target else '?'}")
 
@@ -108,38 +112,74 @@ def artifact_row(store: Store, path) -> dict:
     m = store.read_manifest(path)
     return {"id": m.id, "recipe": m.recipe, "variant": m.variant, "size": m.total_size(),
             "files": len(m.files), "path": str(path), "origin": m.origin.get("kind", "?"),
-            "verify": (m.verify or {}).get("ok")}
+            "verify": (m.verify or {}).get("ok"), "date": mtime_iso(path / "manifest.json"),
+            "build_s": round(sum(m.timings.get(k, 0.0) for k in ("build_s", "verify_s")), 1)
+            if m.timings else None,
+            "source": source_revision(m.derivation)}
 
 
-def cmd_status(settings: Settings) -> None:
+def status_data(settings: Settings) -> dict:
+    """Everything `doit status` shows (format=json prints exactly this)."""
     store = store_of(settings)
     ws = Workspace(settings.workspace)
     active = ws.current()
     rows = [artifact_row(store, p) for p in store.artifacts()]
-    data = {"workspace": str(ws.root), "generation": ws.current_generation(),
+    cur = ws.current_generation()
+    gens = [{"generation": n, "date": mtime_iso(ws.orch / f"profile-{n}-link"),
+             "artifact": target.name, "current": n == cur, "present": target.is_dir()}
+            for n, target in ws.generations().items()]
+    toolchains = [{"name": p.name, "size": tree_size(p.resolve()), "path": str(p),
+                   "link": str(p.resolve()) if p.is_symlink() else None}
+                  for p in sorted(store.toolchains_dir.iterdir())] \
+        if store.toolchains_dir.is_dir() else []
+    trees = [{"name": p.name, "size": tree_size(p), "path": str(p)}
+             for p in sorted(store.build_dir.iterdir())] if store.build_dir.is_dir() else []
+    return {"workspace": str(ws.root), "generation": cur, "generations": gens,
             "active": next((r for r in rows if active and r["path"] == str(active)), None),
-            "store": str(store.root), "artifacts": rows,
+            "store": str(store.root), "artifacts": rows, "toolchains": toolchains,
+            "build_trees": trees,
             "compile_cache": dict(zip(("bytes", "files"),
                                       launcher.local_usage(store.root / "ccache")),
                                   dir=str(store.root / "ccache"))}
+
+
+def mb(n: int) -> str:
+    return f"{n / 1e6:.1f}"
+
+
+def cmd_status(settings: Settings) -> None:
+    data = status_data(settings)
     if settings.fmt == "json":
         print(pretty_json(data), end="")
         return
-    if data["active"]:
-        a = data["active"]
-        console.print(f"active: {a['recipe']} {a['variant']} {a['id']} "
-                      f"({a['size'] / 1e6:.1f} MB, generation {data['generation']})")
-    else:
-        console.print(f"active: none in {ws.root}")
-    table = Table(title=f"store {store.root}")
-    for col in ("", "recipe", "variant", "id", "size MB", "files", "origin"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row("*" if data["active"] is r else "", r["recipe"], r["variant"], r["id"],
-                      f"{r['size'] / 1e6:.1f}", str(r["files"]), r["origin"])
+    a = data["active"]
+    console.print(f"active: {a['recipe']} {a['variant']} {a['id']} ({mb(a['size'])} MB, "
+                  f"generation {data['generation']})" if a else f"active: none in {data['workspace']}")
+    if data["generations"]:
+        console.print(f"generations of {data['workspace']}:")
+        gt = Table(show_edge=False, box=None, pad_edge=False)
+        for col in ("", "gen", "date", "artifact"):
+            gt.add_column(col, overflow="fold")
+        for g in data["generations"]:
+            gt.add_row("*" if g["current"] else "", str(g["generation"]), g["date"] or "?",
+                       g["artifact"] + ("" if g["present"] else " (deleted)"))
+        console.print(gt)
+    console.print(f"store {data['store']}:")
+    table = Table(show_edge=False, box=None, pad_edge=False)
+    for col in ("", "recipe", "variant", "id", "date", "build s", "source", "MB", "origin"):
+        table.add_column(col, overflow="fold")
+    for r in data["artifacts"]:
+        table.add_row("*" if data["active"] is r else "", r["recipe"], r["variant"], r["id"][:12],
+                      r["date"] or "?", "" if r["build_s"] is None else f"{r['build_s']:.1f}",
+                      r["source"], mb(r["size"]), r["origin"])
     console.print(table)
+    for t in data["toolchains"]:
+        console.print(f"toolchain {t['name'][:12]}: {mb(t['size'])} MB"
+                      + (f" (→ {t['link']})" if t["link"] else ""))
+    for b in data["build_trees"]:
+        console.print(f"build tree {b['name']}: {mb(b['size'])} MB")
     cc = data["compile_cache"]
-    console.print(f"compile cache: {cc['bytes'] / 1e6:.1f} MB in {cc['files']} files ({cc['dir']})")
+    console.print(f"compile cache: {mb(cc['bytes'])} MB in {cc['files']} files ({cc['dir']})")
 
 
 def cmd_gc(settings: Settings) -> None:
@@ -150,11 +190,23 @@ def cmd_gc(settings: Settings) -> None:
             raise ValueError
     except ValueError:
         raise UserError(f"keep={raw!r} is not a non-negative integer") from None
+    dry_run = parse_bool("dry_run", settings.vars.get("dry_run", "0"))
     ccache_max, ccache_older = launcher.trim_request(settings.vars)
     store = store_of(settings)
-    deleted = store.gc(gc_roots(store, keep))
-    cache_line = launcher.trim(store.root, ccache_max, ccache_older)
-    emit(settings, {"deleted": [str(p) for p in deleted],
-                    "compile_cache_bytes": launcher.local_usage(store.root / "ccache")[0]},
-         f"gc: deleted {len(deleted)} artifact(s)" + "".join(f"\n  {p.name}" for p in deleted)
-         + f"\n{cache_line}")
+    doomed, notes = store_usage.gc_plan(settings, store, keep)
+    freed = store_usage.freed_bytes(d.path for d in doomed)
+    verb = "would delete" if dry_run else "deleted"
+    if not dry_run:
+        store_usage.apply(store, doomed)
+        cache_line = launcher.trim(store.root, ccache_max, ccache_older)
+    else:
+        cache_line = "compile cache: untouched (dry run)"
+    data = {"dry_run": dry_run, "freed_bytes": freed,
+            "deleted": [{"kind": d.kind, "path": str(d.path), "why": d.why} for d in doomed],
+            "notes": notes,
+            "compile_cache_bytes": launcher.local_usage(store.root / "ccache")[0]}
+    lines = [f"gc: {verb} {len(doomed)} entries, {mb(freed)} MB"
+             + (" would be freed" if dry_run else " freed")]
+    lines += [f"  {d.kind}: {d.path.name} ({d.why})" for d in doomed]
+    lines += [f"  note: {n}" for n in notes]
+    emit(settings, data, "\n".join(lines + [cache_line]))
