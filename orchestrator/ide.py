@@ -80,6 +80,22 @@ class IdeSpec:
     def ws(self, rel: str, absolute: bool) -> str:
         return str(self.workspace / rel) if absolute else f"{WS}/{rel}"
 
+    def under_ws(self, path: Path) -> str:
+        """path as VS Code sees it: ${workspaceFolder}/... when inside the workspace."""
+        try:
+            rel = Path(path).relative_to(self.workspace).as_posix()
+        except ValueError:
+            return str(path)
+        return WS if rel == "." else f"{WS}/{rel}"
+
+    def tool(self, path: Path) -> str:
+        """A toolchain program through the workspace's `.orch/toolchain` link."""
+        try:
+            return self.ws(f".orch/toolchain/{Path(path).relative_to(self.toolchain_root).as_posix()}",
+                           absolute=False)
+        except ValueError:
+            return str(path)
+
     def source(self, absolute: bool) -> str:
         try:
             rel = self.source_dir.relative_to(self.workspace)
@@ -274,18 +290,19 @@ def launch_json(spec: IdeSpec, path: Path) -> dict[str, Any]:
 def task_entries(spec: IdeSpec) -> list[dict[str, Any]]:
     """`orch: build` (the preLaunchTask: the active recipe and variant) and one switch per variant."""
     ws_var = [f"workspace={spec.workspace}"] if spec.workspace != spec.repo_root else []
-    common = {"type": "process", "command": spec.doit[0],
-              "options": {"cwd": str(spec.repo_root)}, "problemMatcher": ["$gcc"]}
+    common = {"type": "process", "command": spec.under_ws(Path(spec.doit[0])),
+              "options": {"cwd": spec.under_ws(spec.repo_root)}, "problemMatcher": ["$gcc"]}
+    doit_args = [spec.under_ws(Path(a)) if a.endswith("dodo.py") else a for a in spec.doit[1:]]
     # The preLaunchTask builds what changed and makes it the profile the debugger reads
     # (`doit switch` = `doit build` + the profile link; a plain build would leave it stale).
     select = [f"recipe={spec.recipe}", f"variant={spec.variant}", *spec.select_vars]
     tasks = [{"label": f"{OURS}build", **common,
-              "args": [*spec.doit[1:], "switch", *select, *ws_var],
+              "args": [*doit_args, "switch", *select, *ws_var],
               "group": {"kind": "build", "isDefault": True},
               "detail": f"doit switch {' '.join(select)} (build if needed, then activate)"}]
     for v in spec.variants:
         tasks.append({"label": f"{OURS}switch to {v}", **common,
-                      "args": [*spec.doit[1:], "switch", f"recipe={spec.recipe}", f"variant={v}",
+                      "args": [*doit_args, "switch", f"recipe={spec.recipe}", f"variant={v}",
                                *spec.select_vars, *ws_var]})
     return tasks
 
@@ -306,7 +323,7 @@ def settings_json(spec: IdeSpec, path: Path) -> dict[str, Any]:
                                                  absolute=False),
         "cmake.sourceDirectory": spec.source(absolute=False),
         "cmake.useCMakePresets": "always",
-        "cmake.cmakePath": str(spec.cmake),
+        "cmake.cmakePath": spec.tool(spec.cmake),
     }
     if "lldb-vscode" in wrappers(spec):
         # lldb-dap's setting takes no ${workspaceFolder}: an absolute path.
@@ -341,13 +358,60 @@ def _cache_variables(args: list[str]) -> tuple[str | None, dict[str, str]]:
     return gen, cache
 
 
+_LANG_VAR = re.compile(r"^CMAKE_(C|CXX|CUDA|HIP|Fortran|ASM|OBJC|OBJCXX|Swift|ISPC)_")
+
+
+def project_cmake_text(source_dir: Path, limit: int = 4_000_000) -> str:
+    """The project's CMake code (CMakeLists.txt and *.cmake, up to limit bytes): what
+    decides which -D variables it reads."""
+    parts: list[str] = []
+    size = 0
+    for dirpath, dirnames, filenames in os.walk(source_dir):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "build")
+        for n in sorted(filenames):
+            if n == "CMakeLists.txt" or n.endswith(".cmake"):
+                try:
+                    text = (Path(dirpath) / n).read_text(errors="replace")
+                except OSError:
+                    continue
+                parts.append(text)
+                size += len(text)
+                if size > limit:
+                    return "\n".join(parts)
+    return "\n".join(parts)
+
+
+def used_cache_variables(cache: dict[str, str], cmake_text: str) -> dict[str, str]:
+    """Drop the builder's -D variables this project never reads, which CMake would report
+    as "Manually-specified variables were not used": a language's CMAKE_<LANG>_* when the
+    project never enables that language (C and CXX are the default ones), and a package's
+    <Pkg>_* when the project never names the package (Python_EXECUTABLE without
+    find_package(Python))."""
+    text = re.sub(r"#[^\n]*", "", cmake_text)  # comments name no variable
+    out: dict[str, str] = {}
+    for k, v in cache.items():
+        m = _LANG_VAR.match(k)
+        if m:
+            lang = re.compile(rf"\b(project|enable_language)\s*\([^)]*\b{m[1]}\b", re.I)
+            if m[1] in ("C", "CXX") or lang.search(text):
+                out[k] = v
+        elif k.startswith("CMAKE_") or re.search(rf"\b{re.escape(k)}\b", text):
+            out[k] = v
+        elif "_" in k and re.search(rf"find_package\s*\(\s*{re.escape(k.split('_', 1)[0])}\b",
+                                    text, re.I):
+            out[k] = v
+    return out
+
+
 def cmake_presets(spec: IdeSpec, path: Path) -> dict[str, Any]:
     """One configure and one build preset per variant, with the builder's own arguments."""
     old = _read_json(path)
     configure, build = [], []
+    cmake_text = project_cmake_text(spec.source_dir)
     for v in spec.variants:
         gen, cache = _cache_variables(list(spec.configure_args.get(v, [])))
         cache.pop("CMAKE_INSTALL_PREFIX", None)
+        cache = used_cache_variables(cache, cmake_text)
         configure.append({"name": f"orch-{v}", "displayName": f"{OURS}{spec.recipe} {v}",
                           "generator": gen or "Ninja",
                           "binaryDir": str(presets_binary_dir(spec, v)),
@@ -568,7 +632,10 @@ def cmd_vscode(settings: "Settings") -> dict[str, Any]:
         print(_json.dumps(data, sort_keys=True))
     else:
         console.print(f"vscode: {spec.recipe} {spec.variant} in {spec.workspace}: "
-                      f"{len(changed)} file(s) written")
+                      f"{len(changed)} file(s) written" + (":" if changed else ""))
+        for p in changed:
+            console.print(f"  {p.relative_to(spec.workspace) if p.is_relative_to(spec.workspace) else p}",
+                          markup=False)
         console.print(note)
         if tools is None:
             console.print("no lldb-14 in the toolchain lock: only the gdb and debugpy "

@@ -165,7 +165,7 @@ def test_prelaunch_task_builds_an_edit_and_the_debugger_runs_it(ws: tuple[Path, 
                                                  "alpha * other.data()[i] + 1000;"))
     before = (root / ".orch/profile").resolve()
     tasks = {t["label"]: t for t in json.loads((root / ".vscode/tasks.json").read_text())["tasks"]}
-    task = tasks["orch: build"]
+    task = resolve_variables(tasks["orch: build"], root)  # as VS Code runs it
     env = {**{k: v for k, v in os.environ.items() if k != "MAX_JOBS"}, "ORCH_STORE": str(store)}
     done = subprocess.run([task["command"], *task["args"]], cwd=task["options"]["cwd"], env=env,
                           capture_output=True, text=True, timeout=600)
