@@ -127,7 +127,7 @@ def check_verb_vars(verb: str, names: list[str]) -> None:
     takes = VERBS[verb].vars
     for name in names:
         if name not in KNOWN and name != "force":
-            raise UserError(f"unknown variable {name}= for `doit {verb}`"
+            raise UserError(f"unknown variable {name!r} for `doit {verb}`"
                             + (did_you_mean(name, takes, "{}=") or did_you_mean(name, KNOWN, "{}="))
                             + f" (`doit help {verb}` lists its variables)")
     for name in names:
