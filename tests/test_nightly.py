@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -201,3 +202,22 @@ def test_bad_bot_config_is_one_line(project, store, tmp_path):
     res = run_doit(project, "nightly", f"store={store}")
     assert res.returncode == 2
     assert "nightly.toml: matrix.0.variants" in res.stderr and "Traceback" not in res.output
+
+
+def test_shipped_github_workflow_uses_what_the_matrix_prints(project, tmp_path):
+    """docs/nightly-github-actions.yml reads only keys `doit nightly matrix` emits."""
+    import yaml
+
+    repo = Path(__file__).resolve().parents[1]
+    workflow = (repo / "docs" / "nightly-github-actions.yml").read_text()
+    jobs = yaml.safe_load(workflow)["jobs"]
+    assert jobs["cell"]["strategy"]["matrix"]["include"] == "${{ fromJSON(needs.matrix.outputs.cells) }}"
+    assert "doit nightly matrix format=json" in jobs["matrix"]["steps"][-1]["run"]
+    # The shipped nightly.toml, checked completely (its recipes and variants exist).
+    res = run_doit(project, "nightly", "matrix", "format=json", f"config={repo / 'nightly.toml'}",
+                   f"store={tmp_path / 'store'}")  # the matrix needs no toolchain
+    assert res.returncode == 0, res.output
+    assert any(c["requires_gpu"] for c in json.loads(res.stdout))
+    keys = set(json.loads(res.stdout)[0])
+    used = set(re.findall(r"(?<![\w.])matrix\.([a-z_]+)", workflow))
+    assert used and used <= keys, used - keys

@@ -41,7 +41,8 @@ class Cell:
         return f"{self.recipe}@{self.variant}"
 
     def as_json(self) -> dict[str, Any]:
-        return {**asdict(self), "cell": self.name, "runs_on": "gpu" if self.requires_gpu else "cpu"}
+        return {**asdict(self), "cell": self.name, "key": self.key,
+                "runs_on": "gpu" if self.requires_gpu else "cpu"}
 
 
 def config_path(settings: Settings) -> Path:
