@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.bot.abi_diff import highest_glibc, store_summary
-from orchestrator.bot.matrix import Cell
+from orchestrator.bot.matrix import Cell, cell_path
 from orchestrator.builders.process import BuildFailed
 from orchestrator.commands import activate
 from orchestrator.errors import CheckFailed, UserError
@@ -30,10 +30,6 @@ from orchestrator.store import Store, write_atomic
 from orchestrator.workspace import Workspace
 
 TAIL_LINES = 25
-
-
-def cell_path(reports: Path, run: str, cell: Cell) -> Path:
-    return reports / "runs" / run / "cells" / f"{cell.key}.json"
 
 
 def tail(text: str | None, lines: int = TAIL_LINES) -> str:

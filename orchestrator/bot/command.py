@@ -22,8 +22,8 @@ from typing import Any
 
 from rich.markup import escape
 
-from orchestrator.bot.cell import cell_path, run_cell, tail, write_cell
-from orchestrator.bot.matrix import Cell, check_run_id, config_path, entry_of, find_cell, load_matrix
+from orchestrator.bot.cell import run_cell, tail, write_cell
+from orchestrator.bot.matrix import Cell, cell_path, check_run_id, config_path, entry_of, find_cell, load_matrix
 from orchestrator.bot.notify import check_url, post
 from orchestrator.bot.report import console_lines, merge, read_history, render_markdown, summary_json
 from orchestrator.console import console

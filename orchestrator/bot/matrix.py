@@ -45,6 +45,11 @@ class Cell:
                 "runs_on": "gpu" if self.requires_gpu else "cpu"}
 
 
+def cell_path(reports: Path, run: str, cell: Cell) -> Path:
+    """Where a cell's result for a run lives (the merge reads it from there)."""
+    return reports / "runs" / run / "cells" / f"{cell.key}.json"
+
+
 def config_path(settings: Settings) -> Path:
     return Path(settings.vars.get("config") or settings.repo_root / "nightly.toml")
 

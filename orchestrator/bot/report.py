@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.bot import abi_diff
-from orchestrator.bot.cell import cell_path
-from orchestrator.bot.matrix import Cell
+from orchestrator.bot.matrix import Cell, cell_path
 from orchestrator.hashing import pretty_json
 from orchestrator.store import write_atomic
 
