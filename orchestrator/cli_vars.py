@@ -52,7 +52,7 @@ VARS: dict[str, Var] = _vars(
     ("push", "bool", "(nightly.toml)", "push the nightly's artifacts to the cache"),
     ("cell", "recipe/variant", "(all)", "nightly: one matrix cell"),
     ("run", "text", "(new)", "nightly: the run id to add to"),
-    ("notify", "url", "(nightly.toml)", "nightly: POST the summary to this URL"),
+    ("notify", "url", "(none)", "nightly: POST the run summary as JSON to this URL"),
 )
 
 _SELECT = ("recipe", "variant", "source", "targets")
@@ -96,7 +96,7 @@ VERBS: dict[str, Verb] = {
     "pull": Verb("Fetch recipe/variant (or id=) from the substituters into the store; never builds.",
                  (*_SELECT, "id", *_WHERE, "format")),
     "cache-keygen": Verb("Write a cache signing key pair (name=...) outside the repo; print the "
-                         "public key.", ("name", "format")),
+                         "public key.", ("name", *_WHERE, "format")),
     "vscode": Verb("Write .vscode/ (lldb-14, gdb, debugpy), CMakePresets.json, .lldbinit/.gdbinit "
                    "for the profile.", (*_SELECT, "jobs", *_WHERE, "workspace", "format")),
     "nightly": Verb("Build bot: the nightly.toml matrix (jobs=N); `nightly matrix`, cell=R/V, "
