@@ -248,7 +248,7 @@ def test_checkout_switch_rollback_and_one_file_rebuild(world):
 
     # The debugger: `doit vscode` in the checkout writes lldb files whose source maps find
     # c10's sources in the checkout; the preLaunchTask rebuilds exactly this artifact.
-    res = doit(world, "vscode", ws, f"source={co}", *C10)
+    res = doit(world, "vscode", ws, f"source={co}", "recipe=pytorch", "targets=c10")
     assert res.returncode == 0, res.output[-3000:]
     tasks = json.loads((co / ".vscode/tasks.json").read_text())["tasks"]
     [pre] = [t for t in tasks if t["label"] == "orch: build"]
