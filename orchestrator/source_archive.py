@@ -415,8 +415,12 @@ def patched_checkout(settings: Settings, recipe: Recipe, spec: ArchiveSource,
     tree = patched_copy(src, patches, identity, recipe.name, store, ignore=checkout_ignore(src),
                         overlays=overlays,
                         what=f"the checkout {src}", keep_mtimes=True)
+    # One incremental build tree per checkout and recipe-side inputs: the copy keeps mtimes,
+    # so an overlay bumped to files with older mtimes must not reuse objects built before.
+    build_key = f"{src}\0{digest_of([identity['overlays'], identity['patches']])}"
     return PreparedSource(dir=tree, identity=identity,
-                          extra={**prepared.extra, "patched_copy": True, "checkout_dir": str(src)})
+                          extra={**prepared.extra, "patched_copy": True, "checkout_dir": str(src),
+                                 "build_key": build_key})
 
 
 def register() -> None:

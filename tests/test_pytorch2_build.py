@@ -80,3 +80,37 @@ def test_pytorch2_c10_relwithdebinfo(world):
     assert res.returncode == 0, res.output[-3000:]
     readelf = subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True).stdout
     assert "$ORIGIN" in readelf
+
+
+def test_pytorch2_recipe_on_a_git_checkout_of_the_26_tree(world):
+    """source=PATH: a git checkout of the same upstream 2.6.0 tree (third_party emptied, as a
+    fresh clone without submodules would be) builds with the recipe's overlays and patches
+    applied to a copy, at its own version, and stays untouched."""
+    store = Store(world["store"])
+    recipe = load_recipe(REPO / "recipes", "pytorch2")
+    tarball = obtain_archive(recipe.source, store)
+    co = world["root"] / "pytorch-checkout"
+    co.mkdir()
+    subprocess.run(["tar", "-xf", str(tarball), "-C", str(co), "--strip-components=1",
+                    "--no-same-owner"], check=True)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main",
+           "-C", str(co)]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "v2.6.0"]):
+        subprocess.run([*git, *args], check=True)
+    rev = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    res = run_doit(world["project"], "build", "format=json", "recipe=pytorch2",
+                   "variant=relwithdebinfo", "targets=c10", "substitute=0", f"source={co}",
+                   f"store={world['store']}", timeout=3000)
+    assert res.returncode == 0, res.output[-4000:]
+    art = Path(json.loads(res.stdout.strip().splitlines()[-1])["path"])
+    assert (art / "prefix/lib/libc10.so").is_file()
+    assert cache_entry(art / "meta/CMakeCache.txt", "TORCH_BUILD_VERSION") == f"2.6.0a0+git{rev[:7]}"
+    ident = json.loads((art / "manifest.json").read_text())["derivation"]["source"]
+    assert ident["kind"] == "git-checkout" and ident["rev"] == rev
+    assert [o["path"] for o in ident["overlays"]] == [
+        "third_party/fmt", "third_party/cpp-httplib", "third_party/kineto", "third_party/pocketfft"]
+    assert len(ident["patches"]) == 4
+    status = subprocess.run([*git, "status", "--porcelain", "--ignored"], capture_output=True,
+                            text=True, check=True).stdout
+    assert status == "" and not (co / "third_party" / "fmt").exists()

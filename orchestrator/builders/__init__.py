@@ -69,8 +69,9 @@ class Builder(Protocol):
 def build_dir_key(plan: Plan, toolchain: Toolchain) -> str:
     """One build tree per recipe, variant, checkout location and toolchain: CMakeCache pins
     the source and the compilers, so a changed toolchain gets a fresh tree."""
-    # A checkout's patched copy (a new store path per edit) keys by the checkout itself.
-    src = plan.source.extra.get("checkout_dir") or plan.source_dir
+    # A checkout's patched copy (a new store path per edit) keys by the checkout itself
+    # (and the overlays/patches applied to it).
+    src = plan.source.extra.get("build_key") or plan.source_dir
     where = hashlib.sha256(f"{src}\0{toolchain.root}".encode()).hexdigest()[:8]
     return f"{plan.recipe.name}-{plan.variant_name}-{where}"
 
