@@ -143,6 +143,8 @@ def pull(store: Store, artifact_id: str, config: CacheConfig, urls: list[str] | 
             except OSError as e:  # a name or size the local filesystem refuses
                 raise CacheError(f"refused {url}{record_key(artifact_id)}: cannot materialize "
                                  f"it here ({e.strerror or e})") from None
+            if first_error is not None:  # held back in case it became the error; say it now
+                console.print(f"[yellow]warning:[/] {escape(str(first_error))}", soft_wrap=True)
             return path, url
         except CacheError as e:
             if first_error is None:
