@@ -22,7 +22,9 @@ class Env:
         self.workspace.mkdir()
 
     def doit(self, *args: str) -> DoitResult:
-        extra = [f"store={self.store}", f"workspace={self.workspace}"]
+        extra = [f"store={self.store}"]
+        if args[0] in ("switch", "rollback", "status", "verify", "vscode", "gc"):
+            extra.append(f"workspace={self.workspace}")  # the verbs that use one
         if args[0] in ("build", "switch"):
             extra.append("substitute=0")
         return run_doit(self.project, *args, *extra)
