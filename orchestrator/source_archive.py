@@ -11,6 +11,8 @@ through the stat cache; dirty submodules recurse. A no-op run reads no file cont
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import os
 import shutil
 import subprocess
@@ -219,12 +221,7 @@ def materialize(spec: ArchiveSource, patches: list[Path], identity: dict[str, An
         with console.status(f"unpacking {spec.file}"), store.staging(f"source-{key}") as tmp:
             tree = tmp / "tree"
             _untar(main, tree, spec.strip_components)
-            for o, path in overlays:
-                dest = tree / o.path
-                if dest.exists() and any(dest.iterdir()):
-                    raise UserError(f"overlay {o.file}: {o.path} is not empty in {spec.file}; "
-                                    "an overlay may only fill an empty or missing directory")
-                _untar(path, dest, o.strip_components, o.archive_dir)
+            apply_overlays(tree, overlays, spec.file)
             for p in patches:
                 apply_patch(tree, p)
             (tree / TREE_STAMP).write_text(digest_of(identity) + "\n")
@@ -233,6 +230,16 @@ def materialize(spec: ArchiveSource, patches: list[Path], identity: dict[str, An
                 remove_tree(final)
             os.rename(tree, final)
     return final
+
+
+def apply_overlays(tree: Path, overlays: "Sequence[tuple[Overlay, Path]]", where: str) -> None:
+    """Unpack each overlay at its path; it may only fill an empty or missing directory."""
+    for o, path in overlays:
+        dest = tree / o.path
+        if dest.exists() and any(dest.iterdir()):
+            raise UserError(f"overlay {o.file}: {o.path} is not empty in {where}; an "
+                            "overlay may only fill an empty or missing directory")
+        _untar(path, dest, o.strip_components, o.archive_dir)
 
 
 def patched_copy(src: Path, patches: list[Path], identity: dict[str, Any], recipe: str,
@@ -256,12 +263,7 @@ def patched_copy(src: Path, patches: list[Path], identity: dict[str, Any], recip
             tree = tmp / "tree"
             skip = ignore if callable(ignore) else shutil.ignore_patterns(*ignore)
             shutil.copytree(src, tree, symlinks=True, ignore=skip)
-            for o, path in overlays:
-                dest = tree / o.path
-                if dest.exists() and any(dest.iterdir()):
-                    raise UserError(f"overlay {o.file}: {o.path} is not empty in {src}; an "
-                                    "overlay may only fill an empty or missing directory")
-                _untar(path, dest, o.strip_components, o.archive_dir)
+            apply_overlays(tree, overlays, str(src))
             for p in patches:
                 before = _patched_mtimes(tree, p) if keep_mtimes else {}
                 apply_patch(tree, p, what)
