@@ -190,9 +190,11 @@ def test_a_failed_build_keeps_its_log_until_gc(env):
     assert not log.exists()
 
 
-def test_cpp_extension_push_pull_into_a_fresh_store(env, tmp_path, session_toolchain):
-    """Everyone's download: push to a file:// cache, a teammate pulls into an empty store."""
-    assert env.build("cppext").returncode == 0
+def push_then_switch_in_a_fresh_store(env: Env, tmp_path: Path, toolchain: Path,
+                                      recipe: str) -> Path:
+    """Push the recipe's artifact to a file:// cache, signed; a teammate's empty store and
+    workspace get it by `doit switch` (substituted, not built). Returns that workspace."""
+    assert env.build(recipe).returncode == 0
     keys, cache = tmp_path / "keys", tmp_path / "cache"
     cache.mkdir()
     base = {"ORCH_CACHE_KEY_DIR": str(keys), "ORCH_NO_PROGRESS": "1"}
@@ -202,19 +204,44 @@ def test_cpp_extension_push_pull_into_a_fresh_store(env, tmp_path, session_toolc
     config = tmp_path / "cache.toml"
     config.write_text(f'[cache]\nsubstituters = ["{cache.as_uri()}/"]\ntrusted-keys = ["{public}"]\n')
     cfg = {**base, "ORCH_CACHE_CONFIG": str(config)}
-    push = run_doit(env.project, "push", "recipe=cppext", f"store={env.store}",
+    push = run_doit(env.project, "push", f"recipe={recipe}", f"store={env.store}",
                     env={**cfg, "ORCH_CACHE_SIGNING_KEY": str(keys / "team-1.secret")})
     assert push.returncode == 0, push.output
-    mate = make_store(tmp_path / "B", session_toolchain)
+    mate = make_store(tmp_path / "B", toolchain)
     ws = tmp_path / "ws-b"
     ws.mkdir()
-    pull = run_doit(env.project, "switch", "recipe=cppext", f"store={mate}", f"workspace={ws}", env=cfg)
+    pull = run_doit(env.project, "switch", f"recipe={recipe}", f"store={mate}", f"workspace={ws}",
+                    env=cfg)
     assert pull.returncode == 0, pull.output
     assert "substituted" in pull.output or "pulled" in pull.output, pull.output
-    assert list((mate / "store").glob("*-cppext-relwithdebinfo"))
-    code = "import torch, cppext; print(cppext.scale(torch.ones(2), 5.0).tolist())"
+    assert list((mate / "store").glob(f"*-{recipe}-relwithdebinfo"))
+    return ws
+
+
+def python_in(ws: Path, code: str) -> str:
     out = subprocess.run(["bash", "-c", f". '{ws}/.orch/env.sh' && python -c '{code}'"],
                          capture_output=True, text=True,
                          env={"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/root")})
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip().splitlines()[-1] == "[5.0, 5.0]"
+    return out.stdout.strip().splitlines()[-1]
+
+
+def test_cpp_extension_push_pull_into_a_fresh_store(env, tmp_path, session_toolchain):
+    """Everyone's download: push to a file:// cache, a teammate pulls into an empty store."""
+    ws = push_then_switch_in_a_fresh_store(env, tmp_path, session_toolchain, "cppext")
+    code = "import torch, cppext; print(cppext.scale(torch.ones(2), 5.0).tolist())"
+    assert python_in(ws, code) == "[5.0, 5.0]"
+
+
+def test_scikit_build_core_project_push_pull_into_a_fresh_store(env, tmp_path, session_toolchain):
+    ws = push_then_switch_in_a_fresh_store(env, tmp_path, session_toolchain, "skbext")
+    assert python_in(ws, "import skbext; print(skbext.triple(14))") == "42"
+
+
+def test_find_package_torch_project_push_pull_into_a_fresh_store(env, tmp_path, session_toolchain):
+    ws = push_then_switch_in_a_fresh_store(env, tmp_path, session_toolchain, "findtorch")
+    lib = ws / ".orch/profile/prefix/lib/libfindtorch.so"
+    assert lib.is_file()
+    verify = run_doit(env.project, "verify", f"workspace={ws}",
+                      f"store={ws.parent / 'B'}")
+    assert verify.returncode == 0, verify.output
