@@ -9,6 +9,7 @@ manifest's build_s, ccache's hits/misses from the build summary):
   remote only        another store (empty local cache), only the remote warm
   second checkout    the same tree copied to another path, same store
   distcc             empty store, no remote, misses sent to a distccd on 127.0.0.1
+  sccache cold/warm  compile_cache=sccache, local cache only: empty store, then rebuilt
 
     .venv/bin/python benchmarks/compile_cache.py [--rounds N] [--keep DIR]
 
@@ -142,6 +143,9 @@ def run(work: Path, rounds: int) -> list[Result]:
                 b.build("distcc (loopback)", b.store(f"c{r}"), src, b.local_cfg,
                         f"distcc_hosts=127.0.0.1:{port}/4"),
             ]
+            s = b.store(f"s{r}")  # compile_cache=sccache, local only: cold, then warm
+            results += [b.build("sccache cold", s, src, b.local_cfg, "compile_cache=sccache"),
+                        b.build("sccache warm", s, src, b.local_cfg, "compile_cache=sccache")]
             nginx_area = nginx.root / "cache" / "ccache"
             if nginx_area.exists():
                 shutil.rmtree(nginx_area)  # next round starts with an empty remote

@@ -36,7 +36,7 @@ VARS: dict[str, Var] = _vars(
     ("commit_failed", "bool", "0", "commit although verify failed"),
     ("rebuild", "bool", "0", "build a present artifact again and compare"),
     ("check", "bool", "0", "rebuild elsewhere without caches; exit 1 if bytes differ"),
-    ("compile_cache", "ccache|off", "ccache", "the compiler launcher's cache"),
+    ("compile_cache", "ccache|sccache|off", "ccache", "the compiler launcher's cache"),
     ("keep_going", "bool", "0", "keep building other targets after an error"),
     ("distcc_hosts", "hosts", "(compile-cache.toml)", "distcc hosts, e.g. 'a/4,b/8'; '' for none"),
     ("lock", "name", "(the recipe's)", "one lock, locks/<name>.lock.json (git-sources too)"),

@@ -140,7 +140,10 @@ def status_data(settings: Settings) -> dict:
             "build_trees": trees,
             "compile_cache": dict(zip(("bytes", "files"),
                                       launcher.local_usage(store.root / "ccache")),
-                                  dir=str(store.root / "ccache"))}
+                                  dir=str(store.root / "ccache"),
+                                  sccache=dict(zip(("bytes", "files"),
+                                                   launcher.local_usage(store.root / "sccache")),
+                                               dir=str(store.root / "sccache")))}
 
 
 def mb(n: int) -> str:
@@ -180,6 +183,9 @@ def cmd_status(settings: Settings) -> None:
         console.print(f"build tree {b['name']}: {mb(b['size'])} MB")
     cc = data["compile_cache"]
     console.print(f"compile cache: {mb(cc['bytes'])} MB in {cc['files']} files ({cc['dir']})")
+    if (sc := cc["sccache"])["files"]:
+        console.print(f"compile cache (sccache): {mb(sc['bytes'])} MB in {sc['files']} files "
+                      f"({sc['dir']})")
 
 
 def cmd_gc(settings: Settings) -> None:

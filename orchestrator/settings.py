@@ -59,18 +59,18 @@ def directory_var(name: str, value: str, *, may_create: bool, create: bool = Fal
     return path
 
 
-COMPILE_CACHES = ("ccache", "off")
+COMPILE_CACHES = ("ccache", "sccache", "off")
 
 
 def parse_compile_cache(value: str) -> str:
-    """compile_cache=ccache (the default) | off; 1/0 as booleans."""
+    """compile_cache=ccache (the default) | sccache | off; 1/0 as booleans."""
     v = value.strip().lower()
     if v in ("1", "on", "true", "yes"):
         return "ccache"
     if v in ("0", "false", "no"):
         return "off"
     if v not in COMPILE_CACHES:
-        raise UserError(f"compile_cache={value!r}: use compile_cache=ccache or compile_cache=off")
+        raise UserError(f"compile_cache={value!r}: use compile_cache=ccache, sccache or off")
     return v
 
 

