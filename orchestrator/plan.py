@@ -21,7 +21,7 @@ from orchestrator.platform_facts import platform_facts
 from orchestrator.settings import Settings
 from orchestrator.source import PreparedSource, prepare_source
 from orchestrator.store import Store
-from orchestrator.toolchain import check_machine
+from orchestrator.toolchain import check_machine, machine_cache
 
 DERIVATION_SCHEMA = 2
 # Lock entries a build system depends on when the recipe does not say.
@@ -95,7 +95,7 @@ def make_plan(settings: Settings, store: Store, recipe_name: str | None = None,
     if missing:
         raise UserError(f"{where}: build.uses names {missing[0]!r}, which locks/{recipe.lock}.lock.json "
                         "does not have; add it to the lock spec and run `doit lock`")
-    check_machine(lock, keys)
+    check_machine(lock, keys, machine_cache(store))
     source = prepare_source(settings, recipe, store)
     inputs = {k: lock.entries[k] for k in keys}
     derivation = derivation_of(recipe, resolved, inputs, source.identity)

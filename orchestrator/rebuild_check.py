@@ -4,7 +4,9 @@ the manifest of the one in the store (which is never touched).
 - rebuild=1: a clean build in the variant's usual build tree (wiped first), compile cache
   as configured; the result is reported, and kept in <store>/tmp/rebuilt-<name>/ when it
   differs, for inspection.
-- check=1 (Nix's --check): a fresh build tree at another path (<store>/tmp/check-<name>...),
+- check=1 (Nix's --check): first the full toolchain check of `doit verify toolchain=1`
+  (machine re-hashed against the lock, toolchain files against their manifest: drift is
+  exit 2); then a fresh build tree at another path (<store>/tmp/check-<name>...),
   compile cache off; every file is compared by sha256, an ELF file that differs names its
   first differing section; anything different is CheckFailed (exit 1). The check's build
   tree and output are removed afterwards.
@@ -28,7 +30,7 @@ from orchestrator.model.manifest import FileEntry, Manifest
 from orchestrator.plan import Plan
 from orchestrator.settings import Settings
 from orchestrator.store import Store, remove_tree
-from orchestrator.toolchain import ensure_toolchain
+from orchestrator.toolchain import ensure_toolchain, verify_toolchain_full
 
 BUILD_ID = ".note.gnu.build-id"
 Status = Literal["identical", "different", "missing", "extra", "record"]
@@ -122,6 +124,8 @@ def rebuild_and_compare(settings: Settings, store: Store, plan: Plan, artifact: 
     check = settings.check
     mode = "check" if check else "rebuild"
     toolchain = ensure_toolchain(store, plan.lock)
+    if check:  # what `doit verify toolchain=1` does: every pinned and toolchain file re-hashed
+        verify_toolchain_full(store, plan.lock)
     stored = Store.read_manifest(artifact)
     kept: Path | None = None
     if check:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from orchestrator import debugger_env, tree_manifest
 from orchestrator.console import console, step
-from orchestrator.errors import UserError
-from orchestrator.hashing import pretty_json, sha256_file
+from orchestrator.errors import CheckFailed, UserError
+from orchestrator.hashing import StatCache, pretty_json, sha256_file
 from orchestrator.lock.probe import probe_compiler, probe_python, probe_syspkg
 from orchestrator.model.lock import (CompilerEntry, DebEntry, Lock, PypiEntry, PythonEntry,
                                      SystemPackageEntry)
@@ -117,8 +117,29 @@ def toolchain_hash(lock: Lock) -> str:
     return lock.digest()[:32]
 
 
-def check_machine(lock: Lock, keys: list[str] | None = None) -> None:
-    """Impure inputs (interpreter, compilers, system packages) must be exactly the locked ones."""
+def machine_cache(store: Store) -> StatCache:
+    """Stat cache (size, mtime_ns, inode, ctime_ns -> sha256) for check_machine's files (the
+    compilers, what they run, the CUDA toolkit): an unchanged file is not read again."""
+    return StatCache(store.root / "cache" / "machine-stat-cache.json")
+
+
+def check_machine(lock: Lock, keys: list[str] | None = None,
+                  cache: StatCache | None = None) -> None:
+    """Impure inputs (interpreter, compilers, system packages) must be exactly the locked ones.
+
+    Without `cache` every pinned file is read and hashed (the full check: `doit lock`,
+    `doit verify toolchain=1`, check=1); with one, files whose stat is unchanged are not."""
+    try:
+        _check_machine(lock, keys, cache)
+    finally:
+        if cache is not None:
+            try:
+                cache.save()
+            except OSError:
+                pass  # a cache only: an unwritable store costs the next check a re-read
+
+
+def _check_machine(lock: Lock, keys: list[str] | None, cache: StatCache | None) -> None:
     for key, entry in sorted(lock.entries.items()):
         if keys is not None and key not in keys:
             continue
@@ -128,12 +149,19 @@ def check_machine(lock: Lock, keys: list[str] | None = None) -> None:
             _compare(key, "version", entry.version, found.version, entry.path)
         elif isinstance(entry, CompilerEntry):
             found_c = probe_compiler(entry.name, entry.path,
-                                     pin_programs=entry.programs is not None)
+                                     pin_programs=entry.programs is not None, cache=cache)
             _compare(key, "sha256", entry.sha256, found_c.sha256, entry.path)
             for prog, pin in sorted((entry.programs or {}).items()):
                 got = (found_c.programs or {}).get(prog)
-                _compare(key, f"program {prog} sha256", pin.sha256,
-                         got.sha256 if got else "missing", got.path if got else pin.path)
+                if got is None or got.sha256 != pin.sha256:
+                    what = "is missing" if got is None else "changed"
+                    if got is not None and got.path != pin.path:
+                        what = f"is now {got.path}"
+                    raise UserError(
+                        f"lock drift: {key} ({entry.path}) program {prog} sha256: {pin.path} "
+                        f"{what} (sha256 {got.sha256 if got else 'none'}, the lock says "
+                        f"{pin.sha256}); restore the locked input or run `doit lock` to "
+                        "accept the new one")
         elif isinstance(entry, SystemPackageEntry):
             found_s = probe_syspkg(entry.name)
             _compare(key, "version", entry.version, found_s.version if found_s else "not installed",
@@ -144,6 +172,23 @@ def _compare(key: str, field: str, expected: str, found: str, where: str) -> Non
     if expected != found:
         raise UserError(f"lock drift: {key} ({where}) {field} is {found}, the lock says {expected}; "
                         "restore the locked input or run `doit lock` to accept the new one")
+
+
+def verify_toolchain_full(store: Store, lock: Lock) -> Path:
+    """The full toolchain check (`doit verify toolchain=1`, check=1): the machine against the
+    lock with every pinned file re-hashed, then every file of the materialized toolchain
+    re-hashed against its manifest. UserError (drift, exit 2) or CheckFailed (not
+    materialized / no manifest, exit 1). Returns the toolchain's root."""
+    check_machine(lock)
+    root = store.toolchains_dir / toolchain_hash(lock)
+    if not root.is_dir():
+        raise UserError(f"toolchain {lock.name} is not materialized in {root.parent}; "
+                        f"run `doit toolchain lock={lock.name}`")
+    if drift(root) is None:
+        raise CheckFailed(f"toolchain {root} has no file manifest (materialized by an older "
+                          "version); remove it to materialize it again")
+    check_toolchain(root, full=True)
+    return root
 
 
 def drift(root: Path, full: bool = False) -> tree_manifest.Changes | None:

@@ -114,3 +114,27 @@ def test_changed_verify_rules_reverify_the_present_artifact(project, doit, store
     recipe.write_text(text)                               # the rules it was built under
     same = doit("build")
     assert same.returncode == 0 and "verifying it again" not in same.output, same.output
+
+
+def test_check_rehashes_the_toolchain_first(doit, store):
+    """check=1 runs the full re-hash of `doit verify toolchain=1` before building: a file
+    changed in place (same size and mtime, so every-use check cannot see it) is drift."""
+    import os
+
+    built = doit("build")
+    assert built.returncode == 0, built.output
+    [tc] = list((store / "toolchains").iterdir())
+    f = tc.resolve() / "venv" / "pyvenv.cfg"
+    original, st = f.read_bytes(), f.stat()
+    try:
+        f.write_bytes(original[:-1] + (b"X" if original[-1:] != b"X" else b"Y"))
+        os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert doit("build").returncode == 0  # the cheap check at every use passes
+        res = doit("build", "check=1")
+        assert res.returncode == 2, res.output
+        assert "toolchain drift:" in res.stderr and "venv/pyvenv.cfg changed" in res.stderr
+        assert "Traceback" not in res.stderr and "check: building" not in res.stderr
+    finally:
+        f.write_bytes(original)
+        os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert leftovers(store, "check-") == []

@@ -5,16 +5,20 @@ disagree about what is measured.
 """
 from __future__ import annotations
 
+import glob
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from orchestrator.errors import UserError
-from orchestrator.hashing import sha256_file
+from orchestrator.hashing import StatCache, sha256_file, tree_digest
 from orchestrator.model.lock import CompilerEntry, ProgramPin, PythonEntry, SystemPackageEntry
 from orchestrator.model.recipe import describe_validation_error
 
@@ -66,8 +70,16 @@ def compiler_version_line(exe: str) -> str:
     return lines[0] if lines else "unknown"
 
 
-# What a GCC-style driver runs, by the lock's compiler name (nvcc: its driver only, for now).
+# What a GCC-style driver runs, by the lock's compiler name.
 DRIVER_PROGRAMS = {"cc": ("cc1", "as", "ld"), "cxx": ("cc1plus", "as", "ld")}
+# What nvcc runs, found on the PATH its `--dryrun` prints (nvcc.profile: nvvm/bin, bin).
+NVCC_TOOLS = ("cicc", "ptxas", "fatbinary", "nvlink", "cudafe++")
+
+
+def hash_file(path: str, cache: StatCache | None = None) -> str:
+    """sha256 of a file; with a StatCache an unchanged file (size, mtime, inode, ctime) is
+    not read again. No cache: always read (what `doit lock`, verify and check=1 do)."""
+    return cache.sha256(Path(path)) if cache is not None else sha256_file(path)
 
 
 def is_script(path: str) -> bool:
@@ -79,7 +91,8 @@ def is_script(path: str) -> bool:
         return False
 
 
-def driver_programs(name: str, exe: str) -> dict[str, ProgramPin] | None:
+def driver_programs(name: str, exe: str,
+                    cache: StatCache | None = None) -> dict[str, ProgramPin] | None:
     """The programs the driver says it runs (`-print-prog-name`), each with its sha256."""
     wanted = DRIVER_PROGRAMS.get(name)
     if wanted is None:
@@ -98,20 +111,99 @@ def driver_programs(name: str, exe: str) -> dict[str, ProgramPin] | None:
         if not found or not os.path.isfile(found):
             continue  # e.g. gcc names cc1 for a driver without it; nothing to pin
         real = os.path.realpath(found)
-        out[prog] = ProgramPin(path=real, sha256=sha256_file(real))
+        out[prog] = ProgramPin(path=real, sha256=hash_file(real, cache))
     return out
 
 
-def probe_compiler(name: str, command: str, *, pin_programs: bool = False) -> CompilerEntry:
+def nvcc_dryrun_facts(exe: str) -> dict[str, str]:
+    """The variables `nvcc --dryrun` prints (`#$ NAME=value`) for a tiny .cu: TOP, PATH,
+    CICC_PATH, INCLUDES, LIBRARIES, NVVMIR_LIBRARY_DIR, ... as nvcc.profile sets them."""
+    with tempfile.TemporaryDirectory(prefix="orch-nvcc-") as tmp:
+        src = Path(tmp) / "probe.cu"
+        src.write_text("__global__ void k() {}\n")
+        try:
+            res = subprocess.run([exe, "--dryrun", "-c", str(src), "-o", str(Path(tmp) / "probe.o")],
+                                 capture_output=True, text=True, timeout=60, cwd=tmp,
+                                 errors="replace")
+        except (OSError, subprocess.SubprocessError) as e:
+            raise UserError(f"compiler nvcc={exe}: `nvcc --dryrun` does not run "
+                            f"({getattr(e, 'strerror', None) or type(e).__name__})") from None
+    facts: dict[str, str] = {}
+    for line in (res.stderr + "\n" + res.stdout).splitlines():
+        m = re.match(r"#\$ (\w+)=(.*)$", line)
+        if m:
+            facts[m[1]] = m[2].strip()
+    if res.returncode != 0 or "PATH" not in facts:
+        raise UserError(f"compiler nvcc={exe}: `nvcc --dryrun` printed no tool paths (exit "
+                        f"{res.returncode}); is it a CUDA nvcc? fix [compilers] in the lock spec")
+    return facts
+
+
+def _flag_dirs(value: str, flag: str) -> list[str]:
+    try:
+        words = shlex.split(value)
+    except ValueError:
+        return []
+    return [w[len(flag):] for w in words if w.startswith(flag) and len(w) > len(flag)]
+
+
+def nvcc_toolkit(exe: str, cache: StatCache | None = None) -> dict[str, ProgramPin]:
+    """The CUDA toolkit behind an nvcc driver, found as nvcc finds it (`--dryrun`): the tools
+    it runs (cicc, ptxas, fatbinary, nvlink, cudafe++), nvcc.profile, libdevice, cudart
+    (shared and static) and a digest of the include directory (paths, exec bits, symlink
+    targets, sha256 of every file), each {path (real), sha256}."""
+    facts = nvcc_dryrun_facts(exe)
+    out: dict[str, ProgramPin] = {}
+
+    def pin(name: str, path: str) -> None:
+        real = os.path.realpath(path)
+        out[name] = ProgramPin(path=real, sha256=hash_file(real, cache))
+
+    for tool in NVCC_TOOLS:
+        found = shutil.which(tool, path=facts["PATH"])
+        if found is None:
+            raise UserError(f"compiler nvcc={exe}: no {tool} on the PATH `nvcc --dryrun` "
+                            "prints; the CUDA toolkit is incomplete")
+        pin(tool, found)
+    profile = os.path.join(os.path.dirname(os.path.realpath(exe)), "nvcc.profile")
+    if os.path.isfile(profile):
+        pin("nvcc.profile", profile)
+    libdevice = sorted(glob.glob(os.path.join(facts.get("NVVMIR_LIBRARY_DIR", ""), "libdevice*.bc")))
+    if libdevice:
+        pin("libdevice", libdevice[0])
+    libdirs = [d for d in _flag_dirs(facts.get("LIBRARIES", ""), "-L")
+               if os.path.basename(os.path.normpath(d)) != "stubs"]
+    for name, pattern in (("cudart", "libcudart.so.*"), ("cudart_static", "libcudart_static.a")):
+        hits = [h for d in libdirs for h in sorted(glob.glob(os.path.join(d, pattern)))]
+        if not hits:
+            raise UserError(f"compiler nvcc={exe}: no {pattern} in the library directories "
+                            f"`nvcc --dryrun` names ({', '.join(libdirs) or 'none'})")
+        pin(name, hits[0])
+    includes = [d for d in _flag_dirs(facts.get("INCLUDES", ""), "-I") if os.path.isdir(d)]
+    if not includes:
+        raise UserError(f"compiler nvcc={exe}: `nvcc --dryrun` names no include directory")
+    inc = os.path.realpath(includes[0])
+    out["include"] = ProgramPin(path=inc, sha256=tree_digest(Path(inc), cache, exclude_dirs=()))
+    return out
+
+
+def probe_compiler(name: str, command: str, *, pin_programs: bool = False,
+                   cache: StatCache | None = None) -> CompilerEntry:
+    """The driver (and with pin_programs what it runs: DRIVER_PROGRAMS, or for nvcc its
+    CUDA toolkit), hashed; `cache` spares re-reading unchanged files (check_machine)."""
     exe = shutil.which(command)
     if not exe:
         raise UserError(f"compiler {name}={command!r} not found on PATH; install it or fix [compilers] in the lock spec")
     try:
-        sha = sha256_file(os.path.realpath(exe))
+        sha = hash_file(os.path.realpath(exe), cache)
     except OSError as e:
         raise UserError(f"compiler {name}={exe}: cannot read it ({e.strerror})") from None
+    programs = None
+    if pin_programs:
+        programs = (nvcc_toolkit(exe, cache) if name == "nvcc"
+                    else driver_programs(name, exe, cache))
     return CompilerEntry(name=name, path=exe, version=compiler_version_line(exe), sha256=sha,
-                         programs=driver_programs(name, exe) if pin_programs else None)
+                         programs=programs)
 
 
 def probe_syspkg(name: str) -> SystemPackageEntry | None:

@@ -51,19 +51,11 @@ def verify_toolchain(settings: Settings) -> None:
     materialized toolchain re-hashed against its manifest (drift: exit 2)."""
     from orchestrator.lock.files import load_lock
     from orchestrator.model.recipe import load_recipe
-    from orchestrator.toolchain import check_machine, check_toolchain, drift, toolchain_hash
+    from orchestrator.toolchain import verify_toolchain_full
 
     name = settings.vars.get("lock") or load_recipe(settings.recipes_dir, settings.recipe).lock
     lock = load_lock(settings.locks_dir, name)
-    check_machine(lock)
-    root = Store(settings.store_root).toolchains_dir / toolchain_hash(lock)
-    if not root.is_dir():
-        raise UserError(f"toolchain {name} is not materialized in {root.parent}; "
-                        f"run `doit toolchain lock={name}`")
-    if drift(root) is None:
-        raise CheckFailed(f"toolchain {root} has no file manifest (materialized by an older "
-                          "version); remove it to materialize it again")
-    check_toolchain(root, full=True)
+    root = verify_toolchain_full(Store(settings.store_root), lock)
     console.print(f"toolchain {name} {root}: every file matches its manifest; the machine "
                   "matches the lock", markup=False)
 
