@@ -21,7 +21,7 @@ from orchestrator.platform_facts import platform_facts
 from orchestrator.settings import Settings
 from orchestrator.source import PreparedSource, prepare_source
 from orchestrator.store import Store
-from orchestrator.toolchain import check_machine, machine_cache
+from orchestrator.toolchain import check_machine, machine_cache, save_machine_cache
 
 DERIVATION_SCHEMA = 2
 # Lock entries a build system depends on when the recipe does not say.
@@ -95,10 +95,12 @@ def make_plan(settings: Settings, store: Store, recipe_name: str | None = None,
     if missing:
         raise UserError(f"{where}: build.uses names {missing[0]!r}, which locks/{recipe.lock}.lock.json "
                         "does not have; add it to the lock spec and run `doit lock`")
-    check_machine(lock, keys, machine_cache(store))
+    stats = machine_cache(store)
+    check_machine(lock, keys, stats, save=False)
     source = prepare_source(settings, recipe, store)
     inputs = {k: lock.entries[k] for k in keys}
     derivation = derivation_of(recipe, resolved, inputs, source.identity)
+    save_machine_cache(stats)  # only once the plan is made: bad input changes nothing
     return Plan(recipe=recipe, variant_name=resolved.name, variant=resolved, lock=lock,
                 inputs=inputs, source=source, derivation=derivation,
                 artifact_id=artifact_id_of(derivation))

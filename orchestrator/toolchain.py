@@ -124,19 +124,24 @@ def machine_cache(store: Store) -> StatCache:
 
 
 def check_machine(lock: Lock, keys: list[str] | None = None,
-                  cache: StatCache | None = None) -> None:
+                  cache: StatCache | None = None, save: bool = True) -> None:
     """Impure inputs (interpreter, compilers, system packages) must be exactly the locked ones.
 
     Without `cache` every pinned file is read and hashed (the full check: `doit lock`,
-    `doit verify toolchain=1`, check=1); with one, files whose stat is unchanged are not."""
+    `doit verify toolchain=1`, check=1); with one, files whose stat is unchanged are not.
+    The cache is saved when the check passed (save=False: the caller saves it with
+    `save_machine_cache` once its command got past bad input, so a refused command leaves
+    the store as it was)."""
+    _check_machine(lock, keys, cache)
+    if cache is not None and save:
+        save_machine_cache(cache)
+
+
+def save_machine_cache(cache: StatCache) -> None:
     try:
-        _check_machine(lock, keys, cache)
-    finally:
-        if cache is not None:
-            try:
-                cache.save()
-            except OSError:
-                pass  # a cache only: an unwritable store costs the next check a re-read
+        cache.save()
+    except OSError:
+        pass  # a cache only: an unwritable store costs the next check a re-read
 
 
 def _check_machine(lock: Lock, keys: list[str] | None, cache: StatCache | None) -> None:

@@ -312,7 +312,7 @@ def variable_cases() -> list[Case]:
                  ["status", "jobs=" + "9" * 5000], ["status", "format=xml"], ["build", "substitute=maybe"],
                  ["verify", "variant=nope"], ["verify", "recipe=../x"], ["verify", "recipe=Demo"],
                  ["verify", "recipe=nope"], ["verify", "recipe=" + "a" * 300], ["gc", "keep=-1"],
-                 ["gc", "keep=x"], ["build", "compile_cache=sccache"], ["status", "workspace=/dev/null"],
+                 ["gc", "keep=x"], ["build", "compile_cache=sscache"], ["status", "workspace=/dev/null"],
                  ["status", "workspace=/nonexistent"], ["status", "workspace=" + "w" * 6000],
                  ["pull", "id=zz"], ["verify", "id=abc"], ["build", "keep_going=2"],
                  ["verify", "recipe=demo", "variant=" + "v" * 300], ["toolchain", "lock=nope"],
