@@ -19,22 +19,15 @@ sys.path.insert(0, str(Path(__file__).parent / "nginx"))
 from nginx_fixtures import nginx  # noqa: E402,F401  (fixture)
 from nginx_server import PASSWORD, USER, NginxServer, free_port  # noqa: E402
 
-from conftest import make_store  # noqa: E402
+from conftest import DoitResult, make_store  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SUMMARY = re.compile(r"compile cache: (\d+) hit\(s\), (\d+) miss\(es\)")
 DEMO_OBJECTS = 4
 
 
-@dataclass
-class Run:
-    returncode: int
-    stdout: str
-    stderr: str
-
-    @property
-    def output(self) -> str:
-        return self.stdout + self.stderr
+class Run(DoitResult):
+    """conftest's DoitResult plus the build summary's compile-cache counters."""
 
     def hits_misses(self) -> tuple[int, int]:
         m = SUMMARY.search(self.output)
