@@ -26,7 +26,7 @@ VARS: dict[str, Var] = _vars(
     ("variant", "name", "relwithdebinfo", "one of the recipe's [variants]"),
     ("source", "path", "(pinned)", "build this checkout instead of the pinned source"),
     ("targets", "list", "(all)", "comma-separated build targets (a partial build)"),
-    ("id", "hex", "", "a stored artifact by id (at least 6 hex digits; pull/push: all 40)"),
+    ("id", "hex", "", "an artifact id: all 40 hex digits, or 6+ of one in the store"),
     ("store", "path", "$ORCH_STORE or artifacts/", "the store root (its parent must exist)"),
     ("create", "bool", "0", "create=1: create store= and its missing parents"),
     ("workspace", "path", "<repo> (or source=)", "the workspace whose profile is used"),
@@ -107,6 +107,7 @@ VERBS: dict[str, Verb] = {
 }
 
 KNOWN: frozenset[str] = frozenset(VARS)
+BOOLEANS: frozenset[str] = frozenset(n for n, v in VARS.items() if v.type == "bool")
 
 
 def close(word: str, choices: list[str] | tuple[str, ...] | frozenset[str]) -> str | None:

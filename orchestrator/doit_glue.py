@@ -5,9 +5,11 @@ TaskFailed (exit 1) printed with its report. Neither prints a traceback.
 
 doit has no public way to list every `name=value` variable or to see one given twice, so
 the glue reads the command line's words itself, with doit's own rule (a word not starting
-with `-` that holds `=`). Before doit runs anything (`preflight`, when dodo.py is loaded by
-the doit command) it answers `doit help <verb>` / `doit <verb> --help` from
-orchestrator.cli_vars and refuses an unknown verb or a duplicated variable (exit 2).
+with `-` that holds `=`): from sys.argv for the doit command, from the arguments handed to
+`DoitEntry.run` when doit is driven in-process (tests). Before doit runs anything
+(`preflight`, when dodo.py is loaded by the doit command) it answers `doit help <verb>` /
+`doit <verb> --help` from orchestrator.cli_vars and refuses an unknown verb or a duplicated
+variable (exit 2).
 """
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from doit import doit_cmd
+from doit import get_var
+from doit.doit_cmd import DoitMain
 from doit.exceptions import TaskError, TaskFailed
 from doit.reporter import ConsoleReporter
 from rich.markup import escape
@@ -70,12 +73,27 @@ def split_words(argv: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
     return words, pairs
 
 
+class DoitEntry(DoitMain):
+    """doit's entry point for in-process use (DoitEntry(loader).run(argv)): it keeps the
+    command line's variables for command_vars, which cannot see them in sys.argv."""
+
+    in_process_vars: dict[str, str] | None = None
+
+    def process_args(self, cmd_args: list[str]) -> list[str]:  # noqa: D102 - doit API
+        DoitEntry.in_process_vars = dict(split_words(cmd_args)[1])
+        return super().process_args(cmd_args)
+
+
 def command_vars() -> dict[str, str]:
-    """The command line's variables."""
+    """The command line's variables (a later duplicate wins, as in doit; preflight refuses
+    duplicates on the doit command)."""
     argv = cli_argv()
-    if argv is None:  # in-process: only doit's parsed table exists (no public accessor)
-        return dict(doit_cmd._CMDLINE_VARS or {})
-    return dict(split_words(argv)[1])
+    if argv is not None:
+        return dict(split_words(argv)[1])
+    if DoitEntry.in_process_vars is not None:
+        return dict(DoitEntry.in_process_vars)
+    # Another in-process driver: what doit's public get_var gives for the names we know.
+    return {n: v for n in (*cli_vars.KNOWN, "force") if (v := get_var(n)) is not None}
 
 
 def _verbs_of(words: list[str]) -> list[str]:

@@ -1,4 +1,4 @@
-"""`doit plan` and `doit why`: what an artifact id is made of, and why two ids differ.
+"""What `doit plan` and `doit why` report (their verbs: orchestrator.verbs.plan, .why).
 
 plan: the id, the derivation, the lock entries used, and what `doit build` would do now —
 `present` (in the store), `substitutable` (a substituter answers HEAD for its record; nothing
@@ -10,18 +10,12 @@ at least 6 hex digits), e.g. `variant.cflags: + -Og`; lists are shown as +/- ite
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from orchestrator.console import console
-from orchestrator.errors import UserError
-from orchestrator.hashing import pretty_json
-from orchestrator.plan import Plan, make_plan
+from orchestrator.plan import Plan
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-
-MIN_PREFIX = 6
 
 
 # -- plan ---------------------------------------------------------------------------------
@@ -65,31 +59,6 @@ def plan_report(settings: Settings, store: Store, plan: Plan) -> dict[str, Any]:
                        "digest": e.digest()} for k, e in sorted(plan.inputs.items())},
         "derivation": plan.derivation,
     }
-
-
-def render_plan(r: dict[str, Any]) -> str:
-    doing = {"present": f"present: {r['path']}",
-             "substitutable": f"substitutable from {r['substituter']}",
-             "build": "build (not in the store, no substituter has it)"}[r["action"]]
-    lines = [f"{r['recipe']} {r['variant']} {r['id']}", f"  build would: {doing}",
-             "  lock entries used:"]
-    lines += [f"    {k:<20} {e['version'] or '':<12} {e['digest'][:16]}"
-              for k, e in r["inputs"].items()]
-    lines += [f"  warning: {w}" for w in r["warnings"]]
-    lines.append("  derivation:")
-    lines += [f"    {line}" for line in pretty_json(r["derivation"]).splitlines()]
-    return "\n".join(lines)
-
-
-def cmd_plan(settings: Settings) -> dict[str, Any]:
-    """Print what recipe/variant/source/targets resolve to, and what build would do."""
-    store = Store(settings.store_root)
-    report = plan_report(settings, store, make_plan(settings, store))
-    if settings.fmt == "json":
-        print(json.dumps(report, sort_keys=True))
-    else:
-        console.print(render_plan(report), markup=False)
-    return report
 
 
 # -- why ----------------------------------------------------------------------------------
@@ -138,35 +107,3 @@ def derivation_diff_added(path: str, value: Any) -> list[Change]:
     if isinstance(value, list):
         return [Change(path, "+", new=x) for x in value]
     return [Change(path, "+", new=value)]
-
-
-def find_artifact(store: Store, wanted: str) -> Path:
-    """The one stored artifact whose id starts with `wanted` (at least 6 hex digits)."""
-    w = wanted.lower()
-    if len(w) < MIN_PREFIX or any(c not in "0123456789abcdef" for c in w):
-        raise UserError(f"why: {wanted!r} is not an artifact id; give at least {MIN_PREFIX} hex "
-                        "digits of one (see `doit status`)")
-    matches = [p for p in store.artifacts() if p.name.startswith(w)]
-    if len(matches) != 1:
-        what = "no artifact" if not matches else f"{len(matches)} artifacts"
-        raise UserError(f"why: {what} in {store.store_dir} match {wanted!r}; give more digits of "
-                        "one listed by `doit status`")
-    return matches[0]
-
-
-def cmd_why(settings: Settings, ids: list[str]) -> dict[str, Any]:
-    """Print the derivation difference between two stored artifacts: doit why A B."""
-    if len(ids) != 2:
-        raise UserError(f"why: give two artifact ids (doit why A B), got {len(ids)}")
-    store = Store(settings.store_root)
-    a, b = (Store.read_manifest(find_artifact(store, x)) for x in ids)
-    changes = derivation_diff(a.derivation, b.derivation)
-    report = {"a": a.id, "b": b.id, "a_name": a.name, "b_name": b.name,
-              "changes": [asdict(c) for c in changes]}
-    if settings.fmt == "json":
-        print(json.dumps(report, sort_keys=True))
-    else:
-        head = f"{a.name} → {b.name}: " + (f"{len(changes)} difference(s)" if changes
-                                            else "same derivation")
-        console.print("\n".join([head, *(f"  {c.line()}" for c in changes)]), markup=False)
-    return report

@@ -6,20 +6,12 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from orchestrator.cli_vars import BOOLEANS, KNOWN
 from orchestrator.errors import UserError
 
-KNOWN_VARS = {
-    "recipe", "variant", "store", "workspace", "jobs", "format", "substitute", "commit_failed",
-    "rebuild", "check", "id",
-    "keep", "source", "targets", "name", "all", "lock", "clean", "config", "reports", "push",
-    "compile_cache", "keep_going", "distcc_hosts", "ccache_max", "ccache_evict_older",
-    "toolchain",  # doit verify toolchain=1: re-hash the materialized toolchain
-    "cell", "run", "notify",  # doit nightly: one matrix cell, the run id, POST the summary
-    "create", "dry_run",  # store= may be created with its parents; doit gc dry_run=1
-}  # per verb: orchestrator.cli_vars (the help and the check read that table)
-
-
 def parse_bool(name: str, value: str) -> bool:
+    """The one reading of a boolean variable: 1/true/yes/on or 0/false/no/off (any case);
+    anything else, the empty value included, is bad input naming the variable."""
     v = value.strip().lower()
     if v in ("1", "true", "yes", "on"):
         return True
@@ -63,15 +55,14 @@ COMPILE_CACHES = ("ccache", "sccache", "off")
 
 
 def parse_compile_cache(value: str) -> str:
-    """compile_cache=ccache (the default) | sccache | off; 1/0 as booleans."""
+    """compile_cache=ccache (the default) | sccache | off; a boolean means ccache or off."""
     v = value.strip().lower()
-    if v in ("1", "on", "true", "yes"):
-        return "ccache"
-    if v in ("0", "false", "no"):
-        return "off"
-    if v not in COMPILE_CACHES:
-        raise UserError(f"compile_cache={value!r}: use compile_cache=ccache, sccache or off")
-    return v
+    if v in COMPILE_CACHES:
+        return v
+    try:
+        return "ccache" if parse_bool("compile_cache", v) else "off"
+    except UserError:
+        raise UserError(f"compile_cache={value!r}: use compile_cache=ccache, sccache or off") from None
 
 
 @dataclass
@@ -102,14 +93,20 @@ class Settings:
     def locks_dir(self) -> Path:
         return self.repo_root / "locks"
 
+    def flag(self, name: str, default: bool = False) -> bool:
+        """Boolean variable `name` (checked by from_vars), or default when not given."""
+        return parse_bool(name, self.vars[name]) if name in self.vars else default
+
     @classmethod
     def from_vars(cls, repo_root: Path, variables: dict[str, str]) -> "Settings":
         if "force" in variables:
             raise UserError("force= is renamed: use commit_failed=1 to commit although verify "
                             "failed, rebuild=1 to build again")
-        unknown = sorted(set(variables) - KNOWN_VARS)
+        unknown = sorted(set(variables) - KNOWN)
         if unknown:
-            raise UserError(f"unknown variable {unknown[0]!r}; known: {', '.join(sorted(KNOWN_VARS))}")
+            raise UserError(f"unknown variable {unknown[0]!r}; known: {', '.join(sorted(KNOWN))}")
+        for name in sorted(BOOLEANS & set(variables)):  # every boolean read one way, up front
+            parse_bool(name, variables[name])
         env_store = os.environ.get("ORCH_STORE")
         store = variables.get("store") or env_store or str(repo_root / "artifacts")
         # A developer's checkout (source=PATH) is its own workspace unless told otherwise.

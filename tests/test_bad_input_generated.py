@@ -1,10 +1,10 @@
 """Generated bad input: recipes, locks, cache.toml, nightly.toml and variables.
 
 Each case writes one hostile file (or passes hostile variables) into a throwaway project
-copy and runs the real doit entry point in-process (DoitMain on the project's tasks), the
-same path `doit` on the command line takes. Every case must end in exit status 2 with one
-`error:` line, no traceback, and no file of the project or the store changed. A small
-sample also runs `doit` as a subprocess. Seeded: the same cases every run.
+copy and runs the real doit entry point in-process (doit_glue.DoitEntry, a DoitMain, on the
+project's tasks), the same path `doit` on the command line takes. Every case must end in exit
+status 2 with one `error:` line, no traceback, and no file of the project or the store
+changed. A small sample also runs `doit` as a subprocess. Seeded: the same cases every run.
 """
 from __future__ import annotations
 
@@ -315,6 +315,9 @@ def variable_cases() -> list[Case]:
                  ["gc", "keep=x"], ["build", "compile_cache=sscache"], ["status", "workspace=/dev/null"],
                  ["status", "workspace=/nonexistent"], ["status", "workspace=" + "w" * 6000],
                  ["pull", "id=zz"], ["verify", "id=abc"], ["build", "keep_going=2"],
+                 ["push", "id=abcdef"], ["pull", "id=abcdef12"], ["verify", "id=" + "0" * 41],
+                 ["push", "all=maybe"], ["push", "all="], ["nightly", "push=maybe"],
+                 ["gc", "dry_run=maybe"], ["verify", "toolchain=maybe"], ["status", "create=2"],
                  ["verify", "recipe=demo", "variant=" + "v" * 300], ["toolchain", "lock=nope"],
                  ["toolchain", "lock=../x"], ["status", "store=" + "s" * 6000],
                  ["status", "store=/" + "s/" * 2100]]:
@@ -340,10 +343,9 @@ def snapshot(*roots: Path) -> dict[str, tuple]:
 def doit_in_process(project: Path, argv: list[str], env: dict[str, str]) -> tuple[int, str]:
     """The real doit entry point on project/dodo.py's tasks, output captured."""
     from doit.cmd_base import ModuleTaskLoader
-    from doit.doit_cmd import DoitMain
 
     from orchestrator import tasks
-    from orchestrator.doit_glue import doit_config
+    from orchestrator.doit_glue import DoitEntry, doit_config
 
     module = {k: getattr(tasks, k) for k in dir(tasks) if k.startswith("task_")}
     module["DOIT_CONFIG"] = doit_config(project)
@@ -356,7 +358,7 @@ def doit_in_process(project: Path, argv: list[str], env: dict[str, str]) -> tupl
     try:
         os.chdir(project)
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            rc = DoitMain(ModuleTaskLoader(module)).run(argv)
+            rc = DoitEntry(ModuleTaskLoader(module)).run(argv)
     finally:
         os.chdir(cwd)
         for k, v in saved.items():

@@ -359,7 +359,7 @@ def test_shared_directory_cache_and_pull_by_id(team: Team) -> None:
     config = team.write_config(team.root / "nfs.toml", [f"file://{shared}"])
     env = team.env(ORCH_CACHE_CONFIG=str(config),
                    ORCH_CACHE_SIGNING_KEY=str(team.keys / "team-1.secret"))
-    team.doit("push", f"store={team.store_a}", f"id={team.built_id}", env=env)
+    team.doit("push", f"store={team.store_a}", f"id={team.built_id[:8]}", env=env)  # a prefix
     assert (shared / "ac" / f"{team.built_id}.json").is_file()
     assert not [p for p in shared.rglob("*") if ".tmp-" in p.name]
     store = team.root / "store-nfs"
@@ -370,6 +370,19 @@ def test_shared_directory_cache_and_pull_by_id(team: Team) -> None:
     bad = team.doit("pull", f"store={store}", "id=xyz", env=team.env(ORCH_CACHE_CONFIG=str(config)),
                     check=False)
     assert bad.returncode == 2 and "40 lowercase hex" in bad.stderr
+    # A prefix names a store entry: one not stored yet is pulled by all 40 digits.
+    prefix = team.doit("pull", f"store={team.root / 'store-prefix'}", f"id={team.built_id[:8]}",
+                       env=team.env(ORCH_CACHE_CONFIG=str(config)), check=False)
+    assert prefix.returncode == 2 and f"id={team.built_id[:8]}: no artifact" in prefix.stderr
+    present = team.doit("pull", f"store={store}", f"id={team.built_id[:8]}", "format=json",
+                        env=team.env(ORCH_CACHE_CONFIG=str(config)))
+    assert json.loads(present.stdout)["origin"] == "present"
+    verified = team.doit("verify", f"store={team.store_a}", f"id={team.built_id[:8]}",
+                         "format=json", env=team.env(ORCH_CACHE_CONFIG=str(config)))
+    assert json.loads(verified.stdout)["ok"] is True
+    # all=false is false: the one recipe/variant artifact, not every one of the recipe.
+    one = team.doit("push", f"store={team.store_a}", "all=false", "format=json", env=env)
+    assert len(json.loads(one.stdout)["pushed"]) == 1
     missing = team.doit("pull", f"store={team.root / 'store-none'}", f"id={'0' * 40}",
                         env=team.env(ORCH_CACHE_CONFIG=str(config)), check=False)
     assert missing.returncode == 2 and "no substituter has" in missing.stderr

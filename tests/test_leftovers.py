@@ -15,7 +15,7 @@ import pytest
 from orchestrator.errors import CheckFailed
 from orchestrator.model.manifest import Manifest
 from orchestrator.store import Store
-from orchestrator.verify.command import check_store_entry
+from orchestrator.verbs.verify import check_store_entry
 from orchestrator.verify.store_entry import entry_changes
 from orchestrator.workspace import Workspace
 

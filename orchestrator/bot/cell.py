@@ -16,17 +16,18 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from orchestrator.activation import activate
 from orchestrator.bot.abi_diff import highest_glibc, store_summary
 from orchestrator.bot.matrix import Cell, cell_path
 from orchestrator.builders.process import BuildFailed
-from orchestrator.commands import activate
 from orchestrator.errors import CheckFailed, UserError
+from orchestrator.fs import write_atomic
 from orchestrator.hashing import pretty_json
 from orchestrator.model.nightly import MatrixEntry
 from orchestrator.model.recipe import load_recipe
 from orchestrator.realise import realise
 from orchestrator.settings import Settings
-from orchestrator.store import Store, write_atomic
+from orchestrator.store import Store
 from orchestrator.workspace import Workspace
 
 TAIL_LINES = 25
@@ -54,7 +55,7 @@ def gpu_visible() -> tuple[bool, str]:
 def track_branch(settings: Settings, store: Store, cell: Cell) -> tuple[Settings, dict[str, Any]]:
     """Resolve the branch head now; settings that build it instead of the pinned commit."""
     from orchestrator.model.source_git import GitSource
-    from orchestrator.source_git import lock_entry, read_git_lock
+    from orchestrator.sources.git import lock_entry, read_git_lock
 
     recipe = load_recipe(settings.recipes_dir, cell.recipe)
     assert isinstance(recipe.source, GitSource) and cell.track is not None

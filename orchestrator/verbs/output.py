@@ -30,3 +30,8 @@ def emit(settings: Settings, data: Any, human: str | None = None, *, markup: boo
         print_json(data)
     elif human is not None:
         console.print(human, markup=markup)
+
+
+def mb(n: int) -> str:
+    """Bytes as the megabytes (one decimal) the human reports show."""
+    return f"{n / 1e6:.1f}"

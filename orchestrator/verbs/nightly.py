@@ -14,56 +14,30 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from rich.markup import escape
 
-from orchestrator.bot.cell import run_cell, tail, write_cell
+from orchestrator.bot.cell import run_cell, write_cell
 from orchestrator.bot.matrix import Cell, cell_path, check_run_id, config_path, entry_of, find_cell, load_matrix
 from orchestrator.bot.notify import check_url, post
 from orchestrator.bot.report import console_lines, merge, read_history, render_markdown, summary_json
+from orchestrator.bot.report_html import render_html
+from orchestrator.bot.runs import cell_process, latest_run, new_run_id, push_of, reports_dir
 from orchestrator.console import console
 from orchestrator.errors import CheckFailed, UserError
+from orchestrator.fs import write_atomic
 from orchestrator.model.nightly import NightlyConfig
-from orchestrator.settings import Settings, parse_bool
-from orchestrator.store import Store, write_atomic
-
-# Variables a local run hands on to its cell processes (the rest are the run's own).
-PASSED_ON = ("substitute", "compile_cache", "distcc_hosts", "keep_going")
-
-
-def reports_dir(settings: Settings, store: Store) -> Path:
-    return Path(settings.vars.get("reports") or store.root / "reports").expanduser().absolute()
-
-
-def push_of(settings: Settings, config: NightlyConfig) -> bool:
-    return parse_bool("push", settings.vars["push"]) if "push" in settings.vars else config.push
-
-
-def new_run_id(reports: Path) -> str:
-    base = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    run, n = base, 1
-    while (reports / "runs" / run).exists():
-        n += 1
-        run = f"{base}-{n}"
-    return run
-
-
-def latest_run(reports: Path) -> str:
-    runs = [p for p in (reports / "runs").glob("*/cells") if p.is_dir()]
-    if not runs:
-        raise UserError(f"no cell results under {reports / 'runs'}; run `doit nightly cell=...` "
-                        "first or pass reports=PATH")
-    return max(runs, key=lambda p: p.stat().st_mtime).parent.name
+from orchestrator.settings import Settings
+from orchestrator.store import Store
+from orchestrator.verbs.output import emit
 
 
 def cmd_matrix(settings: Settings, cells: list[Cell]) -> None:
     if settings.fmt == "json":
-        print(json.dumps([c.as_json() for c in cells]))
+        emit(settings, [c.as_json() for c in cells])
         return
     for c in cells:
         console.print(f"{c.name:<40} {'gpu' if c.requires_gpu else 'cpu'}"
@@ -83,8 +57,7 @@ def cmd_cell(settings: Settings, config: NightlyConfig, cells: list[Cell], name:
     for r in rest:
         console.print(r, markup=False, soft_wrap=True)
     console.print(f"cell result: {path}")
-    if settings.fmt == "json":
-        print(json.dumps(result, sort_keys=True))
+    emit(settings, result)
     if result["status"] == "failed":
         raise CheckFailed(f"nightly cell {cell.name} failed at {result['stage']}: {result['error']}")
     return result
@@ -92,8 +65,6 @@ def cmd_cell(settings: Settings, config: NightlyConfig, cells: list[Cell], name:
 
 def cmd_report(settings: Settings, config: NightlyConfig, cells: list[Cell], run: str | None,
                reports: Path) -> dict[str, Any]:
-    from orchestrator.bot.report_html import render_html
-
     notify = check_url(settings.vars["notify"]) if settings.vars.get("notify") else None
     run = check_run_id(run or settings.vars.get("run") or latest_run(reports))
     merged = merge(reports, run, cells, config.history)
@@ -107,39 +78,13 @@ def cmd_report(settings: Settings, config: NightlyConfig, cells: list[Cell], run
     if notify:
         why = post(notify, summary_json(merged, reports))
         console.print(f"notified {notify}" if why is None else f"[yellow]warning:[/] notify={notify}: {escape(why)}")
-    if settings.fmt == "json":
-        print(json.dumps(merged, sort_keys=True))
+    emit(settings, merged)
     if not merged["ok"]:
         bad = [c for c in merged["cells"] if c["status"] not in ("ok", "skipped")]
         raise CheckFailed(f"nightly: {len(bad)} cell(s) failed: "
                           + ", ".join(f"{c['cell']} ({c.get('stage', c['status'])})" for c in bad)
                           + f"; report in {reports}")
     return merged
-
-
-def _cell_process(settings: Settings, cell: Cell, run: str, reports: Path, push: bool,
-                  build_jobs: int) -> int:
-    """`doit nightly cell=...` as its own process (exactly what a CI job runs); its output
-    goes to runs/<run>/logs/<cell>.log."""
-    args = [f"cell={cell.name}", f"run={run}", f"reports={reports}", f"store={settings.store_root}",
-            f"config={config_path(settings).absolute()}", f"push={int(push)}", f"jobs={build_jobs}"]
-    args += [f"{k}={settings.vars[k]}" for k in PASSED_ON if k in settings.vars]
-    log = reports / "runs" / run / "logs" / f"{cell.key}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if k != "MAX_JOBS"}
-    with open(log, "w") as out:
-        proc = subprocess.run([sys.executable, "-m", "doit", "-f", str(settings.repo_root / "dodo.py"),
-                               "nightly", *args], cwd=settings.repo_root, env=env,
-                              stdout=out, stderr=subprocess.STDOUT)
-    if proc.returncode not in (0, 1) or not cell_path(reports, run, cell).is_file():
-        # The process could not even record a result (bad input, killed): record that.
-        text = log.read_text(errors="replace")
-        write_cell(reports, run, cell, {
-            "recipe": cell.recipe, "variant": cell.variant, "cell": cell.name,
-            "requires_gpu": cell.requires_gpu, "status": "failed", "stage": "cell",
-            "error": f"`doit nightly cell={cell.name}` exited {proc.returncode} without a result",
-            "tail": tail(text)})
-    return proc.returncode
 
 
 def cmd_all(settings: Settings, config: NightlyConfig, cells: list[Cell]) -> dict[str, Any]:
@@ -156,7 +101,7 @@ def cmd_all(settings: Settings, config: NightlyConfig, cells: list[Cell]) -> dic
                   f"{reports / 'runs' / run / 'logs'}")
 
     def one(cell: Cell) -> None:
-        rc = _cell_process(settings, cell, run, reports, push, build_jobs)
+        rc = cell_process(settings, cell, run, reports, push, build_jobs)
         result = json.loads(cell_path(reports, run, cell).read_text())
         [line, *_] = console_lines({"cells": [result]})
         console.print(f"{line}  (exit {rc})", markup=False, soft_wrap=True)

@@ -1,37 +1,36 @@
-"""`doit verify`: check a committed artifact (recipe/variant, or id=) and print the report."""
+"""`doit verify`: check a committed artifact (the active one, recipe/variant, or id=) and print
+the report; `doit verify toolchain=1` re-hashes the materialized toolchain instead."""
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
+from orchestrator.artifact_ref import find_stored
 from orchestrator.console import console
 from orchestrator.errors import CheckFailed, UserError
+from orchestrator.lock.files import load_lock
+from orchestrator.model.recipe import load_recipe
+from orchestrator.plan import Plan, make_plan
+from orchestrator.selection import command_for, manifest_selection
 from orchestrator.settings import Settings
 from orchestrator.store import Store
+from orchestrator.toolchain import ensure_toolchain, verify_toolchain_full
+from orchestrator.verbs.output import print_json
+from orchestrator.verify import verify_artifact
 from orchestrator.verify.report import VerifyReport
+from orchestrator.verify.store_entry import describe, entry_changes
+from orchestrator.workspace import Workspace
 
 
-def _locate(settings: Settings, store: Store):
-    """(artifact path, plan) for id= or recipe=/variant=."""
-    from orchestrator.plan import make_plan
-    from orchestrator.selection import command_for, manifest_selection
-
+def locate(settings: Settings, store: Store) -> tuple[Path, Plan]:
+    """(artifact path, plan) for id=, recipe=/variant=, or else the workspace's active one."""
     wanted = settings.vars.get("id")
     if wanted:
-        matches = [p for p in store.artifacts() if p.name.startswith(wanted)] if len(wanted) >= 6 else []
-        if len(matches) != 1:
-            what = "no artifact" if not matches else f"{len(matches)} artifacts"
-            raise UserError(f"id={wanted}: {what} in {store.store_dir} match; give at least 6 "
-                            "hex digits of one (see `doit status`)")
-        path = matches[0]
+        path = find_stored(store, wanted)
         manifest = Store.read_manifest(path)
-        plan = make_plan(settings, store, manifest.recipe, manifest.variant)
-        return path, plan
+        return path, make_plan(settings, store, manifest.recipe, manifest.variant)
     if not {"recipe", "variant", "source", "targets"} & set(settings.vars):
         # No selection: the workspace's active artifact, what the user runs and debugs.
-        from orchestrator.workspace import Workspace
-
         active = Workspace(settings.workspace).current()
         if active is not None and active.is_dir():
             manifest = Store.read_manifest(active)
@@ -49,10 +48,6 @@ def _locate(settings: Settings, store: Store):
 def verify_toolchain(settings: Settings) -> None:
     """`doit verify toolchain=1`: the machine against the lock, and every file of the
     materialized toolchain re-hashed against its manifest (drift: exit 2)."""
-    from orchestrator.lock.files import load_lock
-    from orchestrator.model.recipe import load_recipe
-    from orchestrator.toolchain import verify_toolchain_full
-
     name = settings.vars.get("lock") or load_recipe(settings.recipes_dir, settings.recipe).lock
     lock = load_lock(settings.locks_dir, name)
     root = verify_toolchain_full(Store(settings.store_root), lock)
@@ -62,8 +57,6 @@ def verify_toolchain(settings: Settings) -> None:
 
 def check_store_entry(path: Path) -> None:
     """CheckFailed naming every file added, changed or missing since the entry's commit."""
-    from orchestrator.verify.store_entry import describe, entry_changes
-
     changes = entry_changes(path, Store.read_manifest(path))
     if changes:
         raise CheckFailed(f"store entry {path.name} differs from its manifest: {changes.first()}",
@@ -72,30 +65,22 @@ def check_store_entry(path: Path) -> None:
 
 def cmd_verify(settings: Settings) -> VerifyReport | None:
     """Verify one artifact; exit 1 (CheckFailed) with the report when any check fails."""
-    from orchestrator.settings import parse_bool
-    from orchestrator.toolchain import ensure_toolchain
-    from orchestrator.verify import verify_artifact
-
-    if parse_bool("toolchain", settings.vars.get("toolchain", "0")):
+    if settings.flag("toolchain"):
         return verify_toolchain(settings)
 
     store = Store(settings.store_root)
-    path, plan = _locate(settings, store)
-    if settings.fmt != "json":
+    path, plan = locate(settings, store)
+    human = settings.fmt != "json"
+    if human:
         console.print(f"verify {path.name}: {path}", markup=False, soft_wrap=True)
     report = verify_artifact(path, plan, ensure_toolchain(store, plan.lock))
-    if settings.fmt == "json":
-        print(json.dumps(report.to_json(), sort_keys=True))
-    else:
+    if human:
         console.print(report.render(), markup=False, soft_wrap=True)
+    else:
+        print_json(report.to_json())
     if not report.ok:
         raise CheckFailed(report.headline())
     check_store_entry(path)
-    console.print(report.headline(), markup=False) if settings.fmt != "json" else None
+    if human:
+        console.print(report.headline(), markup=False)
     return report
-
-
-def stored_report(artifact: Path) -> VerifyReport | None:
-    """The report a build stored in meta/verify.json, if any."""
-    p = artifact / "meta" / "verify.json"
-    return VerifyReport.model_validate_json(p.read_text()) if p.is_file() else None

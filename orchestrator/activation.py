@@ -1,0 +1,14 @@
+"""Make a realised artifact the workspace's active profile (what `doit switch` and the nightly
+bot's smoke tests do): the profile link plus the toolchain whose python the env script uses."""
+from __future__ import annotations
+
+from orchestrator.realise import Realised
+from orchestrator.store import Store
+from orchestrator.toolchain import ensure_toolchain
+from orchestrator.workspace import Workspace
+
+
+def activate(ws: Workspace, store: Store, r: Realised) -> tuple[int, bool]:
+    """Point ws at r; returns (generation, changed)."""
+    tc = ensure_toolchain(store, r.plan.lock)  # a no-op when present; pulled artifacts need it too
+    return ws.switch(r.path, store, tc.root, r.plan.recipe.outputs.model_dump())

@@ -1,0 +1,40 @@
+"""`doit gc`: delete what no kept generation needs (artifacts, toolchains, build trees,
+sources) and trim the compile cache; dry_run=1 shows it and deletes nothing."""
+from __future__ import annotations
+
+from orchestrator import store_usage
+from orchestrator.builders.compile_cache import gc as compile_cache_gc
+from orchestrator.errors import UserError
+from orchestrator.settings import Settings
+from orchestrator.store import Store
+from orchestrator.verbs.output import emit, mb
+
+
+def cmd_gc(settings: Settings) -> None:
+    raw = settings.vars.get("keep", "1")
+    try:
+        keep = int(raw)
+        if keep < 0:
+            raise ValueError
+    except ValueError:
+        raise UserError(f"keep={raw!r} is not a non-negative integer") from None
+    dry_run = settings.flag("dry_run")
+    ccache_max, ccache_older = compile_cache_gc.trim_request(settings.vars)
+    store = Store(settings.store_root)
+    doomed, notes = store_usage.gc_plan(settings, store, keep)
+    freed = store_usage.freed_bytes(d.path for d in doomed)
+    verb = "would delete" if dry_run else "deleted"
+    if not dry_run:
+        store_usage.apply(store, doomed)
+        cache_line = compile_cache_gc.trim(store.root, ccache_max, ccache_older)
+    else:
+        cache_line = "compile cache: untouched (dry run)"
+    data = {"dry_run": dry_run, "freed_bytes": freed,
+            "deleted": [{"kind": d.kind, "path": str(d.path), "why": d.why} for d in doomed],
+            "notes": notes,
+            "compile_cache_bytes": compile_cache_gc.local_usage(store.root / "ccache")[0]}
+    lines = [f"gc: {verb} {len(doomed)} entries, {mb(freed)} MB"
+             + (" would be freed" if dry_run else " freed")]
+    lines += [f"  {d.kind}: {d.path.name} ({d.why})" for d in doomed]
+    lines += [f"  note: {n}" for n in notes]
+    emit(settings, data, "\n".join(lines + [cache_line]))

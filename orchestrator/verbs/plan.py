@@ -1,0 +1,34 @@
+"""`doit plan`: what recipe/variant/source/targets resolve to (id, derivation, lock entries) and
+what `doit build` would do now; nothing is built (the report: orchestrator.plan_why)."""
+from __future__ import annotations
+
+from typing import Any
+
+from orchestrator.hashing import pretty_json
+from orchestrator.plan import make_plan
+from orchestrator.plan_why import plan_report
+from orchestrator.settings import Settings
+from orchestrator.store import Store
+from orchestrator.verbs.output import emit
+
+
+def render_plan(r: dict[str, Any]) -> str:
+    doing = {"present": f"present: {r['path']}",
+             "substitutable": f"substitutable from {r['substituter']}",
+             "build": "build (not in the store, no substituter has it)"}[r["action"]]
+    lines = [f"{r['recipe']} {r['variant']} {r['id']}", f"  build would: {doing}",
+             "  lock entries used:"]
+    lines += [f"    {k:<20} {e['version'] or '':<12} {e['digest'][:16]}"
+              for k, e in r["inputs"].items()]
+    lines += [f"  warning: {w}" for w in r["warnings"]]
+    lines.append("  derivation:")
+    lines += [f"    {line}" for line in pretty_json(r["derivation"]).splitlines()]
+    return "\n".join(lines)
+
+
+def cmd_plan(settings: Settings) -> dict[str, Any]:
+    """Print what recipe/variant/source/targets resolve to, and what build would do."""
+    store = Store(settings.store_root)
+    report = plan_report(settings, store, make_plan(settings, store))
+    emit(settings, report, render_plan(report) if settings.fmt != "json" else None, markup=False)
+    return report

@@ -1,0 +1,22 @@
+"""`doit switch`: make recipe/variant the workspace's profile, realising it first if missing."""
+from __future__ import annotations
+
+from orchestrator import ide
+from orchestrator.activation import activate
+from orchestrator.realise import realise
+from orchestrator.settings import Settings
+from orchestrator.store import Store
+from orchestrator.verbs.output import emit
+from orchestrator.workspace import Workspace
+
+
+def cmd_switch(settings: Settings) -> None:
+    store = Store(settings.store_root)
+    r = realise(settings, store)
+    gen, changed = activate(Workspace(settings.workspace), store, r)
+    ide.refresh_if_managed(settings, r.plan)  # .vscode/ etc. follow the new variant when managed
+    state = "switched" if changed else "already active"
+    emit(settings, {"generation": gen, "changed": changed, "path": str(r.path),
+                    "id": r.plan.artifact_id, "origin": r.origin},
+         f"{state}: {settings.workspace} generation {gen} → {r.plan.recipe.name} "
+         f"{r.plan.variant_name} {r.plan.artifact_id} ({r.origin})")
