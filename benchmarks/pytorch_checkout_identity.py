@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from orchestrator.hashing import StatCache, tree_digest  # noqa: E402
 from orchestrator.model.recipe import load_recipe  # noqa: E402
-from orchestrator.source_archive import checkout_identity, obtain_archive  # noqa: E402
+from orchestrator.sources.archives import obtain_archive  # noqa: E402
+from orchestrator.sources.checkout import checkout_identity  # noqa: E402
 from orchestrator.store import Store  # noqa: E402
 from timing import median_time  # noqa: E402
 

@@ -18,7 +18,7 @@ from elftools.elf.elffile import ELFFile
 from conftest import REPO, copy_project, run_doit
 from orchestrator.errors import UserError
 from orchestrator.model.recipe import load_recipe
-from orchestrator.source_archive import obtain_archive
+from orchestrator.sources.archives import obtain_archive
 from orchestrator.store import Store
 
 pytestmark = pytest.mark.pytorch

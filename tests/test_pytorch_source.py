@@ -13,8 +13,9 @@ import pytest
 from orchestrator.errors import UserError
 from orchestrator.hashing import StatCache
 from orchestrator.model.source_archive import ArchiveSource, Overlay
-from orchestrator.source_archive import (archive_identity, checkout_identity, materialize,
-                                         obtain_archive, prepare_checkout)
+from orchestrator.sources.archive import archive_identity, materialize
+from orchestrator.sources.archives import obtain_archive
+from orchestrator.sources.checkout import checkout_identity, prepare_checkout
 from orchestrator.store import Store
 
 

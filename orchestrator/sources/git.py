@@ -19,15 +19,17 @@ from typing import Any
 
 from orchestrator.console import console
 from orchestrator.errors import UserError
+from orchestrator.fs import remove_tree, write_atomic
 from orchestrator.hashing import digest_of, pretty_json
 from orchestrator.model.recipe import Recipe, load_recipe
 from orchestrator.model.source_git import GitSource
 from orchestrator.settings import Settings
-from orchestrator.source import PREPARERS, PreparedSource
-from orchestrator.store import Store, remove_tree, write_atomic
+from orchestrator.sources.checkout import prepare_checkout
+from orchestrator.sources.patches import patch_identity, patch_paths, patched_copy
+from orchestrator.sources.prepared import TREE_STAMP, PreparedSource
+from orchestrator.store import Store
 
 GIT_LOCK = "git-sources.json"
-TREE_STAMP = ".orch-source.json"
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
 # Local bare repositories (file://) are allowed as submodule sources too: tests, mirrors.
 GIT = ["git", "-c", "protocol.file.allow=always", "-c", "advice.detachedHead=false",
@@ -188,19 +190,15 @@ def prepare_git_source(settings: Settings, recipe: Recipe, spec: GitSource,
     """source=PATH builds that checkout; otherwise the locked commit's tree."""
     raw = settings.vars.get("source")
     if raw:
-        from orchestrator.source_archive import prepare_checkout
         return prepare_checkout(raw, store)
     where = f"recipes/{recipe.name}.toml"
     entry = locked(settings, recipe, spec)
     identity: dict[str, Any] = {"kind": "git", "tree": entry["tree"], "submodules": spec.submodules}
     tree = checkout(store, spec, entry, where)
     if spec.patches:
-        from orchestrator.source_archive import patch_identity, patch_paths, patched_copy
         patches = patch_paths(spec, settings.recipes_dir, recipe.name)
         identity["patches"] = patch_identity(patches)
         tree = patched_copy(tree, patches, identity, recipe.name, store, ignore=())
     return PreparedSource(dir=tree, identity=identity,
                           extra={"checkout": False, "git_rev": entry["commit"]})
 
-
-PREPARERS["git"] = prepare_git_source

@@ -1,0 +1,36 @@
+"""`kind = "path"` sources: a directory of the repository (or source=PATH), hashed whole
+through the stat cache; with patches, a patched copy under the store is built instead."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from orchestrator.errors import UserError
+from orchestrator.hashing import tree_digest
+from orchestrator.model.recipe import PathSource, Recipe
+from orchestrator.settings import Settings
+from orchestrator.sources.patches import patch_identity, patch_paths, patched_copy
+from orchestrator.sources.prepared import IGNORED_DIRS, IGNORED_FILES, PreparedSource, stat_cache
+from orchestrator.store import Store
+
+
+def prepare_path_source(settings: Settings, recipe: Recipe, spec: PathSource,
+                        store: Store) -> PreparedSource:
+    raw = settings.vars.get("source") or spec.path
+    base = Path(raw).expanduser()
+    src = base if base.is_absolute() else (
+        (Path.cwd() / base) if "source" in settings.vars else settings.recipes_dir / base)
+    src = src.resolve()
+    if not src.is_dir():
+        where = "source=" + raw if "source" in settings.vars else f"recipes/{recipe.name}.toml: source.path"
+        raise UserError(f"{where}: source directory {src} does not exist; fix the path")
+    cache = stat_cache(store)
+    digest = tree_digest(src, cache, IGNORED_DIRS, IGNORED_FILES)
+    cache.save()
+    identity: dict[str, Any] = {"kind": "path", "tree_sha256": digest}
+    if spec.patches:  # a patched copy under the store; the directory itself stays as it is
+        patches = patch_paths(spec, settings.recipes_dir, recipe.name)
+        identity["patches"] = patch_identity(patches)
+        return PreparedSource(dir=patched_copy(src, patches, identity, recipe.name, store),
+                              identity=identity)
+    return PreparedSource(dir=src, identity=identity)
