@@ -35,9 +35,10 @@ from orchestrator.cache.pull import pull  # noqa: E402
 from orchestrator.cache.push import push_many  # noqa: E402
 from orchestrator.cache.signing import SecretKey  # noqa: E402
 from orchestrator.cache.transfer import TransferStats  # noqa: E402
+from orchestrator.fs import remove_tree  # noqa: E402
 from orchestrator.hashing import digest_of, sha256_file  # noqa: E402
 from orchestrator.model.manifest import Manifest  # noqa: E402
-from orchestrator.store import Store, remove_tree  # noqa: E402
+from orchestrator.store import Store  # noqa: E402
 
 GOAL = 0.9
 

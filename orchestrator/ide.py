@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.debugger_env import locate
 from orchestrator.errors import UserError
-from orchestrator.store import write_atomic
+from orchestrator.fs import write_atomic
 
 if TYPE_CHECKING:
     from orchestrator.plan import Plan
@@ -586,7 +586,8 @@ def spec_for(settings: "Settings", plan: "Plan | None" = None) -> tuple[IdeSpec,
     from orchestrator.selection import extra_vars, manifest_selection
     from orchestrator.store import Store
     from orchestrator.toolchain import ensure_toolchain
-    from orchestrator.workspace import Workspace, atomic_symlink
+    from orchestrator.fs import atomic_symlink
+    from orchestrator.workspace import Workspace
 
     store = Store(settings.store_root)
     ws = Workspace(settings.workspace)

@@ -12,12 +12,13 @@ from orchestrator.builders import launcher
 from orchestrator.builders.process import BuildFailed
 from orchestrator.console import console, phase, print_phase
 from orchestrator.errors import CheckFailed
+from orchestrator.fs import remove_tree, write_atomic
 from orchestrator.hashing import pretty_json
 from orchestrator.model.manifest import Manifest
 from orchestrator.plan import Plan, make_plan
 from orchestrator.reverify import reverify_if_rules_changed, rules_digest
 from orchestrator.settings import Settings
-from orchestrator.store import Store, remove_tree, write_atomic
+from orchestrator.store import Store
 from orchestrator.toolchain import Toolchain, ensure_toolchain
 
 

@@ -25,11 +25,12 @@ from typing import Literal
 from orchestrator.builders import build_dir_key
 from orchestrator.console import console
 from orchestrator.errors import CheckFailed
+from orchestrator.fs import remove_tree
 from orchestrator.hashing import sha256_file
 from orchestrator.model.manifest import FileEntry, Manifest
 from orchestrator.plan import Plan
 from orchestrator.settings import Settings
-from orchestrator.store import Store, remove_tree
+from orchestrator.store import Store
 from orchestrator.toolchain import ensure_toolchain, verify_toolchain_full
 
 BUILD_ID = ".note.gnu.build-id"

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING
 
 from orchestrator.console import console
 from orchestrator.errors import CheckFailed
+from orchestrator.fs import write_atomic
 from orchestrator.hashing import digest_of, pretty_json
 from orchestrator.settings import Settings
-from orchestrator.store import Store, write_atomic
+from orchestrator.store import Store
 
 if TYPE_CHECKING:
     from orchestrator.plan import Plan

@@ -10,20 +10,18 @@ import contextlib
 import errno
 import os
 import re
-import secrets
-import shutil
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
 from filelock import FileLock
 
+from orchestrator.fs import (fsync_dir, is_stale_temp, make_writable, remove_tree, temp_in,
+                             temp_sibling, write_atomic)
 from orchestrator.hashing import pretty_json
 from orchestrator.model.manifest import MANIFEST_NAME, Manifest
 
 ARTIFACT_RE = re.compile(r"^(?P<id>[0-9a-f]{40})-(?P<recipe>[a-z0-9][a-z0-9_.-]*?)-(?P<variant>[a-z0-9][a-z0-9_.-]*)$")
-TMP_RE = re.compile(r"\.tmp-(?P<pid>\d+)-[0-9a-f]+$")
 
 
 @dataclass
@@ -31,55 +29,6 @@ class CommitStats:
     files: int = 0
     bytes_new: int = 0       # bytes that became new inodes in the store
     bytes_linked: int = 0    # bytes hard-linked from content already in the store
-
-
-def make_writable(path: Path) -> None:
-    """Give the owner write permission on a tree so it can be deleted or moved."""
-    if path.is_symlink() or not path.exists():
-        return
-    for dirpath, dirnames, _ in os.walk(path):
-        os.chmod(dirpath, stat.S_IMODE(os.lstat(dirpath).st_mode) | stat.S_IWUSR | stat.S_IXUSR)
-
-
-def remove_tree(path: Path) -> None:
-    if path.is_symlink() or path.is_file():
-        path.unlink(missing_ok=True)
-        return
-    if not path.exists():
-        return
-    make_writable(path)
-    shutil.rmtree(path, ignore_errors=False)
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_atomic(path: Path, data: str | bytes, mode: int = 0o644) -> None:
-    """Write beside the target, fsync, rename: readers see the old or the new file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
-    raw = data.encode() if isinstance(data, str) else data
-    with open(tmp, "wb") as f:
-        f.write(raw)
-        f.flush()
-        os.fsync(f.fileno())
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
 
 
 class Store:
@@ -129,7 +78,7 @@ class Store:
     # -- staging --------------------------------------------------------------------------
     def new_temp(self, name: str) -> Path:
         self.tmp_dir.mkdir(parents=True, exist_ok=True)
-        path = self.tmp_dir / f"{name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+        path = temp_in(self.tmp_dir, name)
         path.mkdir()
         return path
 
@@ -150,8 +99,7 @@ class Store:
             if not parent.is_dir():
                 continue
             for p in parent.iterdir():
-                m = TMP_RE.search(p.name)
-                if m and not pid_alive(int(m["pid"])):
+                if is_stale_temp(p.name):
                     remove_tree(p)
                     removed.append(p)
         return removed
@@ -175,7 +123,7 @@ class Store:
                 stats.bytes_linked += entry.size
                 continue
             if existing is not None and existing.stat().st_size == entry.size:
-                tmp = f.with_name(f".{f.name}.link-{os.getpid()}")
+                tmp = temp_sibling(f)
                 os.link(existing, tmp)
                 os.replace(tmp, f)
                 stats.bytes_linked += entry.size
@@ -221,7 +169,7 @@ class Store:
     # -- gc -------------------------------------------------------------------------------
     def delete_artifact(self, path: Path) -> None:
         """Move out of store/ first (atomic), then delete at leisure."""
-        grave = self.tmp_dir / f"gc-{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+        grave = temp_in(self.tmp_dir, f"gc-{path.name}")
         self.tmp_dir.mkdir(parents=True, exist_ok=True)
         make_writable(path)
         os.rename(path, grave)

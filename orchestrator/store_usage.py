@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from orchestrator.errors import UserError
+from orchestrator.fs import remove_tree
 from orchestrator.settings import Settings
-from orchestrator.store import Store, remove_tree
+from orchestrator.store import Store
 
 
 def _files(path: Path) -> Iterator[os.stat_result]:

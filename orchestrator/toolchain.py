@@ -20,7 +20,8 @@ from orchestrator.hashing import StatCache, pretty_json, sha256_file
 from orchestrator.lock.probe import probe_compiler, probe_python, probe_syspkg
 from orchestrator.model.lock import (CompilerEntry, DebEntry, Lock, PypiEntry, PythonEntry,
                                      SystemPackageEntry)
-from orchestrator.store import Store, remove_tree, write_atomic
+from orchestrator.fs import remove_tree, write_atomic
+from orchestrator.store import Store
 
 TOOLCHAIN_JSON = "toolchain.json"
 # Every file the materialization wrote (tree_manifest): checked cheaply at each use.

@@ -9,24 +9,17 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import secrets
 import shlex
 from pathlib import Path
 
 from filelock import FileLock
 
 from orchestrator.errors import UserError
-from orchestrator.store import TMP_RE, Store, pid_alive, write_atomic
+from orchestrator.fs import atomic_symlink, is_stale_temp, write_atomic
+from orchestrator.store import Store
 from orchestrator.workspace_links import apply_links, prune_links
 
 GEN_RE = re.compile(r"^profile-(\d+)-link$")
-
-
-def atomic_symlink(target: str | Path, link: Path) -> None:
-    """Point link at target in one rename (a reader sees the old or the new target)."""
-    tmp = link.with_name(f".{link.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
-    os.symlink(str(target), tmp)
-    os.replace(tmp, link)
 
 
 class Workspace:
@@ -48,8 +41,7 @@ class Workspace:
         if not self.orch.is_dir():
             return removed
         for p in self.orch.iterdir():
-            m = TMP_RE.search(p.name)
-            if m and p.name.startswith(".") and not pid_alive(int(m["pid"])):
+            if p.name.startswith(".") and is_stale_temp(p.name):
                 p.unlink(missing_ok=True)
                 removed.append(p)
         return removed

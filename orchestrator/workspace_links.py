@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from orchestrator.errors import UserError
-from orchestrator.store import pid_alive, write_atomic
+from orchestrator.fs import pid_alive, write_atomic
 
 LINKS_META = "meta/workspace-links.json"
 STATE = "workspace-links.json"

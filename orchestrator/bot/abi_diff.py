@@ -14,8 +14,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from orchestrator.fs import write_atomic
 from orchestrator.hashing import pretty_json
-from orchestrator.store import write_atomic
 from orchestrator.verify.elf import is_elf, read_elf
 
 VERSION_RE = re.compile(r"^(GLIBC|GLIBCXX)_(\d+(?:\.\d+)*)$")

@@ -17,8 +17,8 @@ from typing import Any
 
 from orchestrator.bot import abi_diff
 from orchestrator.bot.matrix import Cell, cell_path
+from orchestrator.fs import write_atomic
 from orchestrator.hashing import pretty_json
-from orchestrator.store import write_atomic
 
 # What the history keeps of a cell (the run report keeps everything).
 SLIM_DROP = ("smoke", "path")

@@ -28,9 +28,9 @@ from orchestrator.builders.cmake import (collect_meta, compile_, configure, defi
                                          install)
 from orchestrator.builders.process import run_logged
 from orchestrator.errors import UserError
+from orchestrator.fs import remove_tree, write_atomic
 from orchestrator.hashing import digest_of, pretty_json
 from orchestrator.model.pytorch_options import PyTorchOptions
-from orchestrator.store import remove_tree, write_atomic
 
 TRUE_FLAGS = ("ON", "1", "YES", "TRUE", "Y")
 FALSE_FLAGS = ("OFF", "0", "NO", "FALSE", "N")

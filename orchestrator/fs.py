@@ -1,0 +1,109 @@
+"""File-system primitives: atomic write and symlink, tree removal, and the one temp naming.
+
+Every temp file or directory the package creates is named by `temp_name`
+(`<name>.tmp-<pid>-<hex>`, hidden with a leading dot when it sits beside its target), so
+`Store.clean_stale` and `Workspace.clean_stale` can tell from the name alone whose it is
+and remove it once that process is gone.
+"""
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import stat
+from pathlib import Path
+
+TEMP_RE = re.compile(r"\.tmp-(?P<pid>\d+)-[0-9a-f]+$")
+
+
+def temp_name(name: str) -> str:
+    """`<name>.tmp-<pid>-<hex>`: unique per process and call, owner readable by `temp_owner`."""
+    return f"{name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def temp_in(directory: Path, name: str) -> Path:
+    """A temp path `<directory>/<name>.tmp-<pid>-<hex>` (not created)."""
+    return directory / temp_name(name)
+
+
+def temp_sibling(path: Path) -> Path:
+    """A hidden temp path `.<name>.tmp-<pid>-<hex>` beside path (not created), for a rename
+    over it: same directory, so the same file system."""
+    return path.with_name("." + temp_name(path.name))
+
+
+def temp_owner(name: str) -> int | None:
+    """The pid that made the temp named `name`, or None when it is not a temp name."""
+    m = TEMP_RE.search(name)
+    return int(m["pid"]) if m else None
+
+
+def is_stale_temp(name: str) -> bool:
+    """A temp name whose owning process is gone (what a kill between write and rename leaves)."""
+    pid = temp_owner(name)
+    return pid is not None and not pid_alive(pid)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def make_writable(path: Path) -> None:
+    """Give the owner write permission on a tree so it can be deleted or moved."""
+    if path.is_symlink() or not path.exists():
+        return
+    for dirpath, dirnames, _ in os.walk(path):
+        os.chmod(dirpath, stat.S_IMODE(os.lstat(dirpath).st_mode) | stat.S_IWUSR | stat.S_IXUSR)
+
+
+def remove_tree(path: Path) -> None:
+    """Remove a file, a symlink or a (read-only) tree; nothing there is fine."""
+    if path.is_symlink() or path.is_file():
+        path.unlink(missing_ok=True)
+        return
+    if not path.exists():
+        return
+    make_writable(path)
+    shutil.rmtree(path, ignore_errors=False)
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: str | bytes, mode: int = 0o644) -> None:
+    """Write beside the target, fsync, rename: readers see the old or the new file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_sibling(path)
+    raw = data.encode() if isinstance(data, str) else data
+    try:
+        with open(tmp, "wb") as f:
+            f.write(raw)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def atomic_symlink(target: str | Path, link: Path) -> None:
+    """Point link at target in one rename (a reader sees the old or the new target)."""
+    tmp = temp_sibling(link)
+    os.symlink(str(target), tmp)
+    try:
+        os.replace(tmp, link)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
