@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from orchestrator.realise import Realised
 from orchestrator.store import Store
-from orchestrator.toolchain import ensure_toolchain
 from orchestrator.workspace import Workspace
 
 
 def activate(ws: Workspace, store: Store, r: Realised) -> tuple[int, bool]:
-    """Point ws at r; returns (generation, changed)."""
-    tc = ensure_toolchain(store, r.plan.lock)  # a no-op when present; pulled artifacts need it too
-    return ws.switch(r.path, store, tc.root, r.plan.recipe.outputs.model_dump())
+    """Point ws at r; returns (generation, changed). r.toolchain is the one realise ensured
+    (a present or pulled artifact's is ensured here: the env script needs its python)."""
+    return ws.switch(r.path, store, r.toolchain.root, r.plan.recipe.outputs.model_dump())
