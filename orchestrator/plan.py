@@ -15,13 +15,14 @@ from typing import Any
 from orchestrator.errors import UserError
 from orchestrator.hashing import digest_of
 from orchestrator.lock.files import load_lock
+from orchestrator.machine_check import check_machine, machine_cache, save_machine_cache
 from orchestrator.model.lock import Lock, LockEntry
 from orchestrator.model.recipe import Recipe, ResolvedVariant, load_recipe, resolve_variant
 from orchestrator.platform_facts import platform_facts
 from orchestrator.settings import Settings
-from orchestrator.source import PreparedSource, prepare_source
+from orchestrator.sources.prepare import prepare_source
+from orchestrator.sources.prepared import PreparedSource
 from orchestrator.store import Store
-from orchestrator.toolchain import check_machine, machine_cache, save_machine_cache
 
 DERIVATION_SCHEMA = 2
 # Lock entries a build system depends on when the recipe does not say.

@@ -16,11 +16,10 @@ from pathlib import Path
 from orchestrator import debugger_env, tree_manifest
 from orchestrator.console import console, step
 from orchestrator.errors import CheckFailed, UserError
-from orchestrator.hashing import StatCache, pretty_json, sha256_file
-from orchestrator.lock.probe import probe_compiler, probe_python, probe_syspkg
-from orchestrator.model.lock import (CompilerEntry, DebEntry, Lock, PypiEntry, PythonEntry,
-                                     SystemPackageEntry)
-from orchestrator.fs import remove_tree, write_atomic
+from orchestrator.fs import remove_tree, temp_in, write_atomic
+from orchestrator.hashing import pretty_json, sha256_file
+from orchestrator.machine_check import check_interpreter, check_machine
+from orchestrator.model.lock import CompilerEntry, DebEntry, Lock, PypiEntry, PythonEntry
 from orchestrator.store import Store
 
 TOOLCHAIN_JSON = "toolchain.json"
@@ -116,68 +115,6 @@ class Toolchain:
 
 def toolchain_hash(lock: Lock) -> str:
     return lock.digest()[:32]
-
-
-def machine_cache(store: Store) -> StatCache:
-    """Stat cache (size, mtime_ns, inode, ctime_ns -> sha256) for check_machine's files (the
-    compilers, what they run, the CUDA toolkit): an unchanged file is not read again."""
-    return StatCache(store.root / "cache" / "machine-stat-cache.json")
-
-
-def check_machine(lock: Lock, keys: list[str] | None = None,
-                  cache: StatCache | None = None, save: bool = True) -> None:
-    """Impure inputs (interpreter, compilers, system packages) must be exactly the locked ones.
-
-    Without `cache` every pinned file is read and hashed (the full check: `doit lock`,
-    `doit verify toolchain=1`, check=1); with one, files whose stat is unchanged are not.
-    The cache is saved when the check passed (save=False: the caller saves it with
-    `save_machine_cache` once its command got past bad input, so a refused command leaves
-    the store as it was)."""
-    _check_machine(lock, keys, cache)
-    if cache is not None and save:
-        save_machine_cache(cache)
-
-
-def save_machine_cache(cache: StatCache) -> None:
-    try:
-        cache.save()
-    except OSError:
-        pass  # a cache only: an unwritable store costs the next check a re-read
-
-
-def _check_machine(lock: Lock, keys: list[str] | None, cache: StatCache | None) -> None:
-    for key, entry in sorted(lock.entries.items()):
-        if keys is not None and key not in keys:
-            continue
-        if isinstance(entry, PythonEntry):
-            found = probe_python(entry.path)
-            _compare(key, "sha256", entry.sha256, found.sha256, entry.path)
-            _compare(key, "version", entry.version, found.version, entry.path)
-        elif isinstance(entry, CompilerEntry):
-            found_c = probe_compiler(entry.name, entry.path,
-                                     pin_programs=entry.programs is not None, cache=cache)
-            _compare(key, "sha256", entry.sha256, found_c.sha256, entry.path)
-            for prog, pin in sorted((entry.programs or {}).items()):
-                got = (found_c.programs or {}).get(prog)
-                if got is None or got.sha256 != pin.sha256:
-                    what = "is missing" if got is None else "changed"
-                    if got is not None and got.path != pin.path:
-                        what = f"is now {got.path}"
-                    raise UserError(
-                        f"lock drift: {key} ({entry.path}) program {prog} sha256: {pin.path} "
-                        f"{what} (sha256 {got.sha256 if got else 'none'}, the lock says "
-                        f"{pin.sha256}); restore the locked input or run `doit lock` to "
-                        "accept the new one")
-        elif isinstance(entry, SystemPackageEntry):
-            found_s = probe_syspkg(entry.name)
-            _compare(key, "version", entry.version, found_s.version if found_s else "not installed",
-                     f"Debian package {entry.name}")
-
-
-def _compare(key: str, field: str, expected: str, found: str, where: str) -> None:
-    if expected != found:
-        raise UserError(f"lock drift: {key} ({where}) {field} is {found}, the lock says {expected}; "
-                        "restore the locked input or run `doit lock` to accept the new one")
 
 
 def verify_toolchain_full(store: Store, lock: Lock) -> Path:
@@ -291,12 +228,28 @@ def _relocate_venv(venv: Path, old: Path, new: Path) -> None:
             os.chmod(p, mode)
 
 
+_TORCH_PROBE = ("import json, torch; print(json.dumps({'version': torch.__version__.split('+')[0], "
+                "'cxx11_abi': bool(torch._C._GLIBCXX_USE_CXX11_ABI)}))")
+
+
+def probe_torch(python: Path) -> dict[str, object] | None:
+    """{'version', 'cxx11_abi'} of the torch importable by `python`; None if it has none.
+    Recorded in toolchain.json under "torch" at materialization (verify.torch_abi reads it)."""
+    res = subprocess.run([str(python), "-c", _TORCH_PROBE], capture_output=True, text=True)
+    if res.returncode != 0:
+        if "No module named 'torch'" in res.stderr:
+            return None
+        last = (res.stderr.strip().splitlines() or ["import failed"])[-1]
+        raise UserError(f"importing torch with {python} failed: {last}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
 def ensure_toolchain(store: Store, lock: Lock) -> Toolchain:
     """Return the materialized toolchain for this lock, creating it once."""
     py = lock.entries.get("python")
     if not isinstance(py, PythonEntry):
         raise UserError(f"lock {lock.name!r} has no python entry; run `doit lock`")
-    check_machine(lock, ["python"])
+    check_interpreter(lock)
     final = store.toolchains_dir / toolchain_hash(lock)
     if (final / TOOLCHAIN_JSON).is_file():
         check_toolchain(final)
@@ -307,7 +260,7 @@ def ensure_toolchain(store: Store, lock: Lock) -> Toolchain:
             check_toolchain(final)
             return Toolchain(final, lock)
         store.clean_stale()
-        tmp = store.toolchains_dir / f"{final.name}.tmp-{os.getpid()}-{os.urandom(4).hex()}"
+        tmp = temp_in(store.toolchains_dir, final.name)
         tmp.mkdir()
         try:
             # Debian packages first: a hash mismatch there is found in seconds.
@@ -318,7 +271,6 @@ def ensure_toolchain(store: Store, lock: Lock) -> Toolchain:
             _relocate_venv(tmp / "venv", tmp, final)
             facts = {"lock": lock.name, "lock_digest": lock.digest(), "entries": sorted(lock.entries)}
             if "pypi:torch" in lock.entries:  # its C++ ABI flag, which builds against it must match
-                from orchestrator.verify.torch_abi import probe_torch
                 facts["torch"] = probe_torch(tmp / "venv" / "bin" / "python")
             write_atomic(tmp / TOOLCHAIN_JSON, pretty_json(facts))
             tree_manifest.write(tmp, FILES_MANIFEST)  # last: everything above is in it

@@ -21,10 +21,11 @@ from orchestrator.builders.process import run_logged
 from orchestrator.errors import UserError
 from orchestrator.lock.files import load_lock, save_lock
 from orchestrator.lock.resolve import resolve_lock
+from orchestrator.machine_check import check_machine
 from orchestrator.model.lock import CompilerEntry
 from orchestrator.store import Store
-from orchestrator.toolchain import (FILES_MANIFEST, TOOLCHAIN_JSON, check_machine, check_toolchain,
-                                    ensure_toolchain, toolchain_hash)
+from orchestrator.toolchain import (FILES_MANIFEST, TOOLCHAIN_JSON, check_toolchain, ensure_toolchain,
+                                    toolchain_hash)
 from conftest import copy_project
 
 REPO = Path(__file__).resolve().parents[1]

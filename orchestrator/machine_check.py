@@ -1,0 +1,110 @@
+"""The machine against the lock: the impure inputs (interpreter, compilers, system packages)
+must be exactly the locked ones; drift is a UserError naming the input (exit 2).
+
+The interpreter's probe (a subprocess and a hash of the binary) runs once per process and
+interpreter file: `make_plan` and `ensure_toolchain` both check it, and a binary replaced in
+between (other size, mtime, inode or ctime) is probed again.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+
+from orchestrator.errors import UserError
+from orchestrator.hashing import StatCache
+from orchestrator.lock.probe import probe_compiler, probe_python, probe_syspkg
+from orchestrator.model.lock import CompilerEntry, Lock, PythonEntry, SystemPackageEntry
+from orchestrator.store import Store
+
+# (path as locked, what it resolves to, stat of the real file) -> the probe's facts.
+_PYTHON_PROBES: dict[tuple[object, ...], PythonEntry] = {}
+
+
+def probe_python_once(path: str, fresh: bool = False) -> PythonEntry:
+    """`probe_python(path)`, remembered for this process while the binary's stat is the same
+    (fresh=True probes again, as the full check does). Failures are never remembered."""
+    exe = shutil.which(path) if not os.path.isabs(path) else path
+    try:
+        real = os.path.realpath(exe) if exe else None
+        st = os.stat(real) if real else None
+    except OSError:
+        st = None
+    if st is None:
+        return probe_python(path)  # not found / unreadable: its own message
+    key = (path, exe, real, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+    if fresh or key not in _PYTHON_PROBES:
+        _PYTHON_PROBES[key] = probe_python(path)
+    return _PYTHON_PROBES[key]
+
+
+def machine_cache(store: Store) -> StatCache:
+    """Stat cache (size, mtime_ns, inode, ctime_ns -> sha256) for check_machine's files (the
+    compilers, what they run, the CUDA toolkit): an unchanged file is not read again."""
+    return StatCache(store.root / "cache" / "machine-stat-cache.json")
+
+
+def check_machine(lock: Lock, keys: list[str] | None = None,
+                  cache: StatCache | None = None, save: bool = True) -> None:
+    """Impure inputs (interpreter, compilers, system packages) must be exactly the locked ones.
+
+    Without `cache` every pinned file is read and hashed (the full check: `doit lock`,
+    `doit verify toolchain=1`, check=1); with one, files whose stat is unchanged are not,
+    and the interpreter probe of this process is reused. The cache is saved when the check
+    passed (save=False: the caller saves it with `save_machine_cache` once its command got
+    past bad input, so a refused command leaves the store as it was)."""
+    _check_machine(lock, keys, cache)
+    if cache is not None and save:
+        save_machine_cache(cache)
+
+
+def check_interpreter(lock: Lock) -> None:
+    """The locked interpreter is the machine's (the probe of this process is reused)."""
+    entry = lock.entries["python"]
+    assert isinstance(entry, PythonEntry)
+    _check_python("python", entry, fresh=False)
+
+
+def save_machine_cache(cache: StatCache) -> None:
+    try:
+        cache.save()
+    except OSError:
+        pass  # a cache only: an unwritable store costs the next check a re-read
+
+
+def _check_python(key: str, entry: PythonEntry, fresh: bool) -> None:
+    found = probe_python_once(entry.path, fresh=fresh)
+    _compare(key, "sha256", entry.sha256, found.sha256, entry.path)
+    _compare(key, "version", entry.version, found.version, entry.path)
+
+
+def _check_machine(lock: Lock, keys: list[str] | None, cache: StatCache | None) -> None:
+    for key, entry in sorted(lock.entries.items()):
+        if keys is not None and key not in keys:
+            continue
+        if isinstance(entry, PythonEntry):
+            _check_python(key, entry, fresh=cache is None)
+        elif isinstance(entry, CompilerEntry):
+            found_c = probe_compiler(entry.name, entry.path,
+                                     pin_programs=entry.programs is not None, cache=cache)
+            _compare(key, "sha256", entry.sha256, found_c.sha256, entry.path)
+            for prog, pin in sorted((entry.programs or {}).items()):
+                got = (found_c.programs or {}).get(prog)
+                if got is None or got.sha256 != pin.sha256:
+                    what = "is missing" if got is None else "changed"
+                    if got is not None and got.path != pin.path:
+                        what = f"is now {got.path}"
+                    raise UserError(
+                        f"lock drift: {key} ({entry.path}) program {prog} sha256: {pin.path} "
+                        f"{what} (sha256 {got.sha256 if got else 'none'}, the lock says "
+                        f"{pin.sha256}); restore the locked input or run `doit lock` to "
+                        "accept the new one")
+        elif isinstance(entry, SystemPackageEntry):
+            found_s = probe_syspkg(entry.name)
+            _compare(key, "version", entry.version, found_s.version if found_s else "not installed",
+                     f"Debian package {entry.name}")
+
+
+def _compare(key: str, field: str, expected: str, found: str, where: str) -> None:
+    if expected != found:
+        raise UserError(f"lock drift: {key} ({where}) {field} is {found}, the lock says {expected}; "
+                        "restore the locked input or run `doit lock` to accept the new one")
