@@ -7,12 +7,14 @@ and remove it once that process is gone.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
 import shutil
 import stat
 from pathlib import Path
+from typing import BinaryIO, Iterator
 
 TEMP_RE = re.compile(r"\.tmp-(?P<pid>\d+)-[0-9a-f]+$")
 
@@ -82,20 +84,29 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, data: str | bytes, mode: int = 0o644) -> None:
-    """Write beside the target, fsync, rename: readers see the old or the new file."""
+@contextlib.contextmanager
+def atomic_writer(path: Path, mode: int = 0o644, durable: bool = True) -> Iterator[BinaryIO]:
+    """A binary file beside path that replaces path by one rename when the block ends
+    (readers see the old or the new file); removed instead if the block raises.
+    durable=False skips the fsync, for caches that may be lost on a crash."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_sibling(path)
-    raw = data.encode() if isinstance(data, str) else data
     try:
         with open(tmp, "wb") as f:
-            f.write(raw)
-            f.flush()
-            os.fsync(f.fileno())
+            yield f
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def write_atomic(path: Path, data: str | bytes, mode: int = 0o644, durable: bool = True) -> None:
+    """Write beside the target, fsync, rename: readers see the old or the new file."""
+    with atomic_writer(path, mode, durable) as f:
+        f.write(data.encode() if isinstance(data, str) else data)
 
 
 def atomic_symlink(target: str | Path, link: Path) -> None:

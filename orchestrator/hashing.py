@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
+from orchestrator.fs import write_atomic
+
 CHUNK = 1 << 20
 
 
@@ -67,10 +69,7 @@ class StatCache:
     def save(self) -> None:
         if not self.dirty:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(self.entries, separators=(",", ":")))
-        os.replace(tmp, self.path)
+        write_atomic(self.path, json.dumps(self.entries, separators=(",", ":")), durable=False)
         self.dirty = False
 
 

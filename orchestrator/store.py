@@ -93,9 +93,11 @@ class Store:
                 remove_tree(path)
 
     def clean_stale(self) -> list[Path]:
-        """Remove temp dirs (store tmp/, toolchains/) whose owning process is gone."""
+        """Remove temps (`fs.temp_name`) in tmp/, toolchains/, store/, cache/ and git/ whose
+        owning process is gone."""
         removed = []
-        for parent in (self.tmp_dir, self.toolchains_dir, self.store_dir):
+        for parent in (self.tmp_dir, self.toolchains_dir, self.store_dir, self.root / "cache",
+                       self.root / "git"):
             if not parent.is_dir():
                 continue
             for p in parent.iterdir():

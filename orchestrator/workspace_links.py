@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from orchestrator.errors import UserError
-from orchestrator.fs import pid_alive, write_atomic
+from orchestrator.fs import atomic_symlink, is_stale_temp, write_atomic
 
 LINKS_META = "meta/workspace-links.json"
 STATE = "workspace-links.json"
@@ -47,14 +47,10 @@ def apply_links(root: Path, orch: Path, artifact: Path) -> list[str]:
         if link.is_symlink() and os.readlink(link) == dest:
             made.append(rel)
             continue
-        for stale in link.parent.glob(f".{link.name}.orch-tmp-*"):  # left by a killed switch
-            pid = stale.name.rsplit("-", 1)[-1]
-            if pid.isdigit() and not pid_alive(int(pid)):
+        for stale in link.parent.glob(f".{link.name}.tmp-*"):  # left by a killed switch
+            if is_stale_temp(stale.name):
                 stale.unlink(missing_ok=True)
-        tmp = link.with_name(f".{link.name}.orch-tmp-{os.getpid()}")
-        tmp.unlink(missing_ok=True)
-        os.symlink(dest, tmp)
-        os.replace(tmp, link)
+        atomic_symlink(dest, link)
         made.append(rel)
     return made
 
@@ -68,8 +64,3 @@ def prune_links(root: Path, orch: Path, keep: list[str]) -> None:
         if _points_into_profile(link, orch):
             link.unlink()
     write_atomic(state, json.dumps(sorted(keep)) + "\n")
-
-
-def is_workspace_link(path: Path) -> bool:
-    """A symlink through some .orch/profile: workspace plumbing, not part of a source."""
-    return path.is_symlink() and ".orch/profile/" in os.readlink(path) + "/"

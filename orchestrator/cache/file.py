@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import contextlib
-import os
-import secrets
 from pathlib import Path
 from typing import Iterator
 from urllib.parse import unquote, urlparse
 
 from orchestrator.cache.backend import CHUNK, RECORD_LIMIT, Body
 from orchestrator.cache.errors import CacheError, TransferInterrupted
+from orchestrator.fs import atomic_writer
 
 
 class FileBackend:
@@ -60,24 +59,15 @@ class FileBackend:
 
     def put(self, key: str, body: Body, size: int = 0) -> int:
         path = self._path(key)
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
         sent = 0
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(tmp, "wb") as f:
+            with atomic_writer(path) as f:
                 for chunk in body():
                     f.write(chunk)
                     sent += len(chunk)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
         except OSError as e:
             raise CacheError(f"push to {self.url} refused: cannot write {key} "
                              f"({e.strerror})") from None
-        finally:
-            if tmp.exists():
-                tmp.unlink()
         return sent
 
     def close(self) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from orchestrator.console import console
 from orchestrator.errors import UserError
-from orchestrator.fs import remove_tree, write_atomic
+from orchestrator.fs import remove_tree, temp_in, write_atomic
 from orchestrator.hashing import digest_of, pretty_json
 from orchestrator.model.recipe import Recipe, load_recipe
 from orchestrator.model.source_git import GitSource
@@ -53,7 +53,7 @@ def cache_repo(store: Store, url: str) -> Path:
     repo = store.root / "git" / f"{digest_of(url)[:16]}.git"
     if not (repo / "HEAD").is_file():
         repo.parent.mkdir(parents=True, exist_ok=True)
-        tmp = repo.with_name(f"{repo.name}.tmp-{os.getpid()}")
+        tmp = temp_in(repo.parent, repo.name)
         remove_tree(tmp)
         _must(_git("init", "--quiet", "--bare", tmp), f"git init {tmp}")
         os.rename(tmp, repo)
