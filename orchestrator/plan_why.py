@@ -22,7 +22,8 @@ from orchestrator.store import Store
 def head_substituters(settings: Settings, artifact_id: str) -> tuple[str | None, list[str]]:
     """The first substituter whose record for artifact_id answers HEAD, and warnings for those
     that could not be asked (down, refused: the build would then fall back to building)."""
-    from orchestrator.cache.backend import open_backend, record_key
+    from orchestrator.cache.backend import record_key
+    from orchestrator.cache.backends import open_backend
     from orchestrator.cache.config import load_config
     from orchestrator.cache.errors import CacheError
 

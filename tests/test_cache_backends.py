@@ -16,7 +16,8 @@ sys.path.insert(0, str(Path(__file__).parent / "nginx"))
 from nginx_fixtures import nginx  # noqa: E402,F401  (fixture)
 from nginx_server import PASSWORD, TOKEN, USER, NginxServer, free_port  # noqa: E402
 
-from orchestrator.cache.backend import blob_key, open_backend  # noqa: E402
+from orchestrator.cache.backend import blob_key  # noqa: E402
+from orchestrator.cache.backends import open_backend  # noqa: E402
 from orchestrator.cache.config import CacheConfig, Credentials, load_config  # noqa: E402
 from orchestrator.cache.errors import CacheError  # noqa: E402
 from orchestrator.cache.signing import (SecretKey, TrustedKeys, load_signing_key,  # noqa: E402

@@ -20,7 +20,8 @@ from typing import Iterator
 import pytest
 import zstandard
 
-from orchestrator.cache.backend import blob_key, open_backend, record_key
+from orchestrator.cache.backend import blob_key, record_key
+from orchestrator.cache.backends import open_backend
 from orchestrator.cache.config import CacheConfig
 from orchestrator.cache.errors import CacheError
 from orchestrator.cache.transfer import TransferStats, download_blobs

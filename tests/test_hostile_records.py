@@ -23,7 +23,8 @@ from nginx_fixtures import nginx  # noqa: E402,F401  (fixture)
 from nginx_server import PASSWORD, USER, NginxServer  # noqa: E402
 
 from orchestrator.cache import substitute  # noqa: E402
-from orchestrator.cache.backend import blob_key, open_backend, record_key  # noqa: E402
+from orchestrator.cache.backend import blob_key, record_key  # noqa: E402
+from orchestrator.cache.backends import open_backend  # noqa: E402
 from orchestrator.cache.config import CacheConfig, Credentials  # noqa: E402
 from orchestrator.cache.errors import CacheError  # noqa: E402
 from orchestrator.cache.pull import pull  # noqa: E402

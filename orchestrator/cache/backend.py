@@ -1,4 +1,4 @@
-"""What every cache backend offers, the cache's key layout, and picking a backend by URL.
+"""What every cache backend offers, and the cache's key layout (backends.open_backend picks one).
 
 Layout below a cache URL (same for http(s) and file://):
     cas/<sha256>             zstd-compressed file content; the name is the hash of the
@@ -9,9 +9,6 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from typing import Callable, Iterable, Iterator, Protocol
-
-from orchestrator.cache.config import CacheConfig, Credentials
-from orchestrator.cache.errors import CacheError
 
 CHUNK = 256 << 10          # network and file reads; bigger chunks measured slower (allocation)
 RECORD_LIMIT = 64 << 20
@@ -46,13 +43,3 @@ class Backend(Protocol):
     def close(self) -> None:
         ...
 
-
-def open_backend(url: str, config: CacheConfig, creds: Credentials | None = None) -> Backend:
-    """The backend for `url` (http://, https:// or file://)."""
-    if url.startswith(("http://", "https://")):
-        from orchestrator.cache.http import HttpBackend
-        return HttpBackend(url, config, creds or Credentials.from_env())
-    if url.startswith("file://"):
-        from orchestrator.cache.file import FileBackend
-        return FileBackend(url)
-    raise CacheError(f"cache URL {url!r}: use http://, https:// or file://")

@@ -14,7 +14,8 @@ from pathlib import Path
 from pydantic import ValidationError
 from rich.markup import escape
 
-from orchestrator.cache.backend import Backend, open_backend, record_key
+from orchestrator.cache.backend import Backend, record_key
+from orchestrator.cache.backends import open_backend
 from orchestrator.cache.config import CacheConfig, load_config
 from orchestrator.cache.errors import CacheError
 from orchestrator.cache.signing import TrustedKeys

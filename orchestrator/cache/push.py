@@ -9,7 +9,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from orchestrator.cache.backend import Backend, open_backend, record_key
+from orchestrator.cache.backend import Backend, record_key
+from orchestrator.cache.backends import open_backend
 from orchestrator.cache.config import CacheConfig
 from orchestrator.cache.errors import CacheError
 from orchestrator.cache.signing import SecretKey
