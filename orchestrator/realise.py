@@ -4,10 +4,11 @@ from __future__ import annotations
 import os
 import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestrator.builders import BuildContext, build_dir_key, get_builder
+from orchestrator.build_step import run_builder
+from orchestrator.builders import build_dir_key
 from orchestrator.builders import launcher
 from orchestrator.builders.process import BuildFailed
 from orchestrator.console import console, phase, print_phase
@@ -16,6 +17,7 @@ from orchestrator.fs import remove_tree, write_atomic
 from orchestrator.hashing import pretty_json
 from orchestrator.model.manifest import Manifest
 from orchestrator.plan import Plan, make_plan
+from orchestrator.rebuild_check import rebuild_and_compare
 from orchestrator.reverify import reverify_if_rules_changed, rules_digest
 from orchestrator.settings import Settings
 from orchestrator.store import Store
@@ -27,7 +29,18 @@ class Realised:
     path: Path
     plan: Plan
     origin: str  # "present" | "built" | "substituted from <url>"
+    store: Store = field(repr=False)
     comparison: dict | None = None  # rebuild=1 / check=1: the rebuilt output against the store
+    _toolchain: Toolchain | None = field(default=None, repr=False)
+
+    @property
+    def toolchain(self) -> Toolchain:
+        """The toolchain of the plan's lock: the one realise ensured for a built or substituted
+        artifact; a present artifact's is ensured on first use (an up-to-date build does not
+        touch the toolchain), then kept."""
+        if self._toolchain is None:
+            self._toolchain = ensure_toolchain(self.store, self.plan.lock)
+        return self._toolchain
 
 
 def keep_failed_build(store: Store, plan: Plan, stage: Path, build_dir: Path,
@@ -60,28 +73,6 @@ def run_verify(stage: Path, plan: Plan, toolchain: Toolchain,
         console.print(report.render(), markup=False)
     summary = {**report.summary(), "rules": rules_digest(plan)}
     return summary, report.ok or settings.commit_failed
-
-
-def run_builder(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain,
-                build_dir: Path, stage: Path, compile_cache: str) -> BuildContext:
-    """Run the recipe's builder: build_dir → stage/prefix + stage/meta; the context used."""
-    (stage / "meta").mkdir()
-    cc = launcher.for_build(settings, compile_cache, toolchain.deb_root, store.root / "ccache",
-                            toolchain.venv)
-    env = {**toolchain.build_env(),
-           **cc.env(store.root, launcher.begin_stats(build_dir), plan.source_dir),
-           **plan.variant.env, "MAX_JOBS": str(settings.jobs)}
-    ctx = BuildContext(plan=plan, toolchain=toolchain, source_dir=plan.source_dir,
-                       build_dir=build_dir, stage=stage, env=env, jobs=settings.jobs,
-                       log=stage / "meta" / "build.log", compile_cache=cc,
-                       keep_going=settings.keep_going)
-    launcher.begin_build(cc, env)
-    try:
-        used = get_builder(plan.recipe.build.system).build(ctx) or ctx  # e.g. a source copy
-        launcher.report_build(cc, build_dir)  # the summary's hits/misses line
-    finally:
-        launcher.end_build(cc)  # sccache: its server stops with the build
-    return used
 
 
 def build(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain) -> Path:
@@ -130,19 +121,19 @@ def realise(settings: Settings, store: Store, recipe: str | None = None,
     plan = make_plan(settings, store, recipe, variant)
     if (found := store.find(plan.artifact_id)) is not None:
         reverify_if_rules_changed(settings, store, plan, found)
-        return again(settings, store, Realised(found, plan, "present"))
+        return again(settings, store, Realised(found, plan, "present", store))
     toolchain = ensure_toolchain(store, plan.lock)
     if settings.substitute:
-        try:
-            from orchestrator.cache import substitute
-        except ImportError:  # TEMPORARY until the cache lands (issue 4)
-            substitute = lambda *a: None  # noqa: E731
+        from orchestrator.cache import substitute  # here: the cache's imports cost every start
+
         pulled = substitute(settings, plan, store)
         if pulled is not None:
             origin = Store.read_manifest(pulled).origin.get("url", "a substituter")
             reverify_if_rules_changed(settings, store, plan, pulled)
-            return again(settings, store, Realised(pulled, plan, f"substituted from {origin}"))
-    return again(settings, store, Realised(build(settings, store, plan, toolchain), plan, "built"))
+            return again(settings, store, Realised(pulled, plan, f"substituted from {origin}",
+                                                   store, _toolchain=toolchain))
+    path = build(settings, store, plan, toolchain)
+    return again(settings, store, Realised(path, plan, "built", store, _toolchain=toolchain))
 
 
 def again(settings: Settings, store: Store, r: Realised) -> Realised:
@@ -150,6 +141,5 @@ def again(settings: Settings, store: Store, r: Realised) -> Realised:
     entry is never touched); check=1 raises CheckFailed when anything differs."""
     if not (settings.check or (settings.rebuild and r.origin != "built")):
         return r  # rebuild=1 of an artifact just built: that was the build
-    from orchestrator.rebuild_check import rebuild_and_compare
-    r.comparison = rebuild_and_compare(settings, store, r.plan, r.path)
+    r.comparison = rebuild_and_compare(settings, store, r.plan, r.path, r.toolchain)
     return r

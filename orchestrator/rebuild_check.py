@@ -22,16 +22,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
+from orchestrator.build_step import run_builder
 from orchestrator.builders import build_dir_key
 from orchestrator.console import console
 from orchestrator.errors import CheckFailed
 from orchestrator.fs import remove_tree
-from orchestrator.hashing import sha256_file
 from orchestrator.model.manifest import FileEntry, Manifest
 from orchestrator.plan import Plan
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from orchestrator.toolchain import ensure_toolchain, verify_toolchain_full
+from orchestrator.toolchain import Toolchain, verify_toolchain_full
 
 BUILD_ID = ".note.gnu.build-id"
 Status = Literal["identical", "different", "missing", "extra", "record"]
@@ -118,13 +118,11 @@ def summary(mode: str, name: str, diffs: list[FileDiff], kept: Path | None) -> d
             "files": [asdict(d) for d in diffs], "kept": str(kept) if kept else None}
 
 
-def rebuild_and_compare(settings: Settings, store: Store, plan: Plan, artifact: Path) -> dict:
+def rebuild_and_compare(settings: Settings, store: Store, plan: Plan, artifact: Path,
+                        toolchain: Toolchain) -> dict:
     """Build `plan` again (check=1 or rebuild=1, see the module docstring); the comparison."""
-    from orchestrator.realise import run_builder
-
     check = settings.check
     mode = "check" if check else "rebuild"
-    toolchain = ensure_toolchain(store, plan.lock)
     if check:  # what `doit verify toolchain=1` does: every pinned and toolchain file re-hashed
         verify_toolchain_full(store, plan.lock)
     stored = Store.read_manifest(artifact)
