@@ -25,7 +25,7 @@ VERIFY_CODE = r"""
 import sys, time, json
 from pathlib import Path
 t0 = time.perf_counter()
-from orchestrator.verify.config import Interpreter, TorchFacts, VerifyConfig
+from orchestrator.verify.inputs import Interpreter, TorchFacts, VerifyConfig
 from orchestrator.verify.engine import verify_tree
 torch_dir = Path(sys.argv[1])
 roots = [Path(p) for p in sys.argv[2:]]

@@ -11,12 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.verify.config import Interpreter, TorchFacts, VerifyConfig
+from orchestrator.verify.checks.cxx_abi import object_abi, symbol_abi
 from orchestrator.verify.demangle import demangle
-from orchestrator.verify.elf import debug_facts, fatbin_images, read_elf
+from orchestrator.verify.dwarf import debug_facts
+from orchestrator.verify.elf import read_elf
 from orchestrator.verify.engine import verify_tree
+from orchestrator.verify.fatbin import fatbin_images
+from orchestrator.verify.inputs import Interpreter, TorchFacts, VerifyConfig
 from orchestrator.verify.resolve import Resolver, SearchConfig, parse_ld_so_conf
-from orchestrator.verify.rules import object_abi, symbol_abi
 
 LDSO = "/lib64/ld-linux-x86-64.so.2"
 NO_SYSTEM = SearchConfig(ld_library_path=[], conf_dirs=[], default_dirs=["/lib/x86_64-linux-gnu",

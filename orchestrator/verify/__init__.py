@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.verify.config import Interpreter, TorchFacts, VerifyConfig
+from orchestrator.verify.inputs import Interpreter, VerifyConfig
 from orchestrator.verify.engine import verify_tree
 from orchestrator.verify.report import VerifyReport
 from orchestrator.verify.resolve import SearchConfig

@@ -3,7 +3,8 @@
 pyelftools parses the headers, the dynamic segment and the (small) version sections; the
 big arrays (.dynsym, .dynstr, .gnu.version) are read in bulk from an mmap of the file with
 `struct`, so a 500 MB library costs only the pages of those sections. Symbol names stay
-bytes; they are decoded only for messages.
+bytes; they are decoded only for messages. DWARF is read in verify/dwarf.py, CUDA fatbins in
+verify/fatbin.py.
 """
 from __future__ import annotations
 
@@ -24,8 +25,6 @@ STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE = 1, 2, 10
 STT_SECTION, STT_FILE = 3, 4
 VERSYM_HIDDEN = 0x8000
 SHF_COMPRESSED = 0x800
-FATBIN_MAGIC = 0xBA55ED50
-DW_AT_PRODUCER = 0x25
 
 
 @dataclass(frozen=True)
@@ -34,16 +33,6 @@ class Undefined:
     name: bytes
     version: str | None
     version_file: str | None
-
-
-@dataclass(frozen=True)
-class CudaImage:
-    """One entry of an embedded fatbin: a cubin for sm_XX or PTX for compute_XX."""
-    kind: str  # "sm" | "compute"
-    arch: int
-
-    def __str__(self) -> str:
-        return f"{self.kind}_{self.arch}"
 
 
 def header_platform(path: Path) -> tuple[int, int, int] | None:
@@ -124,7 +113,8 @@ def is_elf(path: Path) -> bool:
         return False
 
 
-def _cstr(buf: mmap.mmap | bytes, off: int) -> bytes:
+def c_string(buf: mmap.mmap | bytes, off: int) -> bytes:
+    """The NUL-terminated string at off (string tables: .dynstr, .shstrtab, .debug_str)."""
     end = buf.find(b"\0", off)
     return buf[off:end]
 
@@ -165,7 +155,7 @@ def read_elf(path: Path, *, symbols: bool = True, full: bool = False) -> ElfInfo
             names_off = shdrs[elf["e_shstrndx"]][2] if 0 < elf["e_shstrndx"] < len(shdrs) else None
             by_type: dict[int, int] = {}
             for i, (name_i, typ, off, size, flags, link) in enumerate(shdrs):
-                name = _cstr(mm, names_off + name_i).decode(errors="replace") if names_off is not None else ""
+                name = c_string(mm, names_off + name_i).decode(errors="replace") if names_off is not None else ""
                 info.sections[name] = (off, size, flags)
                 by_type.setdefault(typ, i)
             info.interp = _interp(elf, mm, le, is64)
@@ -213,13 +203,13 @@ def _read_dynamic(mm: mmap.mmap, shdrs: list[tuple[int, ...]], idx: int, le: str
         if tag == 0:
             break
         if tag == DT_NEEDED:
-            info.needed.append(_cstr(mm, stroff + val).decode())
+            info.needed.append(c_string(mm, stroff + val).decode())
         elif tag == DT_SONAME:
-            info.soname = _cstr(mm, stroff + val).decode()
+            info.soname = c_string(mm, stroff + val).decode()
         elif tag == DT_RPATH:
-            info.rpath = _cstr(mm, stroff + val).decode().split(":")
+            info.rpath = c_string(mm, stroff + val).decode().split(":")
         elif tag == DT_RUNPATH:
-            info.runpath = _cstr(mm, stroff + val).decode().split(":")
+            info.runpath = c_string(mm, stroff + val).decode().split(":")
 
 
 def _read_symbols(elf: ELFFile, mm: mmap.mmap, shdrs: list[tuple[int, ...]], by_type: dict[int, int],
@@ -342,193 +332,3 @@ def read_section(path: Path, info: ElfInfo, name: str, limit: int | None = None)
         hdr = struct.calcsize("<IIQQ") if info.elfclass == 64 else 12
         data = zlib.decompress(data[hdr:])
     return data
-
-
-def fatbin_images(path: Path, info: ElfInfo) -> list[CudaImage]:
-    """The sm_XX cubins and compute_XX PTX embedded in .nv_fatbin (read from the section)."""
-    data = read_section(path, info, ".nv_fatbin")
-    if not data:
-        return []
-    out: list[CudaImage] = []
-    off = 0
-    while off + 16 <= len(data):
-        magic, _ver, hsize, fsize = struct.unpack_from("<IHHQ", data, off)
-        if magic != FATBIN_MAGIC:
-            off += 8  # containers are 8-aligned; skip padding
-            continue
-        p, end = off + hsize, off + hsize + fsize
-        while p + 32 <= end:
-            kind, _ev, ehsize, psize = struct.unpack_from("<HHIQ", data, p)
-            arch = struct.unpack_from("<I", data, p + 28)[0]
-            if kind in (1, 2):
-                img = CudaImage("compute" if kind == 1 else "sm", arch)
-                if img not in out:
-                    out.append(img)
-            if ehsize == 0:
-                break
-            p += ehsize + psize
-        off = end
-    return out
-
-
-@dataclass(frozen=True)
-class DebugFacts:
-    """What DWARF says about how an object was compiled."""
-    has_debug_info: bool
-    has_debug_line: bool
-    producers: tuple[str, ...]
-
-
-def debug_facts(path: Path, info: ElfInfo, max_units: int = 64) -> DebugFacts:
-    """Presence of .debug_info/.debug_line and the DW_AT_producer of the first compile units."""
-    has_info = ".debug_info" in info.sections and info.sections[".debug_info"][1] > 0
-    has_line = ".debug_line" in info.sections and info.sections[".debug_line"][1] > 0
-    producers: list[str] = []
-    if has_info:
-        try:
-            producers = _producers(path, info, max_units)
-        except (struct.error, ValueError, IndexError, zlib.error):
-            producers = []
-    return DebugFacts(has_info, has_line, tuple(dict.fromkeys(producers)))
-
-
-def _uleb(buf: bytes, p: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        b = buf[p]
-        p += 1
-        result |= (b & 0x7F) << shift
-        shift += 7
-        if b < 0x80:
-            return result, p
-
-
-def _producers(path: Path, info: ElfInfo, max_units: int) -> list[str]:
-    """Walk compile-unit headers and decode only each unit's first DIE up to DW_AT_producer."""
-    off, size, flags = info.sections[".debug_info"]
-    compressed = bool(flags & SHF_COMPRESSED)
-    abbrev = read_section(path, info, ".debug_abbrev") or b""
-    strs: dict[str, bytes] = {}
-
-    def string_at(sec: str, o: int) -> str:
-        if sec not in strs:
-            strs[sec] = read_section(path, info, sec) or b""
-        return _cstr(strs[sec], o).decode(errors="replace")
-
-    out: list[str] = []
-    with open(path, "rb") as f:
-        if compressed:
-            dinfo = read_section(path, info, ".debug_info") or b""
-            base = 0
-            total = len(dinfo)
-        else:
-            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            dinfo, base, total = mm, off, size
-        try:
-            p = 0
-            for _ in range(max_units):
-                if p + 11 > total:
-                    break
-                q = base + p
-                length = struct.unpack_from("<I", dinfo, q)[0]
-                off64 = length == 0xFFFFFFFF
-                if off64:
-                    length = struct.unpack_from("<Q", dinfo, q + 4)[0]
-                    q += 12
-                    unit_end = p + 12 + length
-                else:
-                    q += 4
-                    unit_end = p + 4 + length
-                osz = 8 if off64 else 4
-                version = struct.unpack_from("<H", dinfo, q)[0]
-                q += 2
-                if version >= 5:
-                    unit_type, addr_size = dinfo[q], dinfo[q + 1]
-                    q += 2
-                    abbr_off = struct.unpack_from("<Q" if off64 else "<I", dinfo, q)[0]
-                    q += osz
-                    if unit_type in (4, 5):  # skeleton/split: dwo id
-                        q += 8
-                    elif unit_type in (2, 6):  # type units: signature + offset
-                        q += 8 + osz
-                else:
-                    abbr_off = struct.unpack_from("<Q" if off64 else "<I", dinfo, q)[0]
-                    q += osz
-                    addr_size = dinfo[q]
-                    q += 1
-                producer = _first_die_producer(dinfo, q, abbrev, abbr_off, addr_size, osz, string_at)
-                if producer:
-                    out.append(producer)
-                p = unit_end
-        finally:
-            if not compressed:
-                mm.close()
-    return out
-
-
-_FIXED = {0x0b: 1, 0x05: 2, 0x06: 4, 0x07: 8, 0x0c: 1, 0x11: 1, 0x12: 2, 0x13: 4, 0x14: 8,
-          0x20: 8, 0x25: 1, 0x26: 2, 0x27: 3, 0x28: 4, 0x29: 1, 0x2a: 2, 0x2b: 3, 0x2c: 4,
-          0x1e: 16, 0x19: 0, 0x21: -1}
-
-
-def _first_die_producer(dinfo, q: int, abbrev: bytes, abbr_off: int, addr_size: int,
-                        osz: int, string_at) -> str | None:
-    code, q = _uleb(dinfo, q)
-    a = abbr_off
-    while True:  # find the abbreviation with this code
-        acode, a = _uleb(abbrev, a)
-        if acode == 0:
-            return None
-        _tag, a = _uleb(abbrev, a)
-        a += 1  # children flag
-        if acode == code:
-            break
-        while True:
-            at, a = _uleb(abbrev, a)
-            form, a = _uleb(abbrev, a)
-            if form == 0x21:
-                _, a = _uleb(abbrev, a)
-            if at == 0 and form == 0:
-                break
-    while True:
-        at, a = _uleb(abbrev, a)
-        form, a = _uleb(abbrev, a)
-        if form == 0x21:  # implicit_const carries its value in the abbreviation
-            _, a = _uleb(abbrev, a)
-        if at == 0 and form == 0:
-            return None
-        if at == DW_AT_PRODUCER:
-            if form == 0x08:  # string
-                return _cstr(dinfo, q).decode(errors="replace")
-            if form == 0x0e:  # strp
-                return string_at(".debug_str", struct.unpack_from("<Q" if osz == 8 else "<I", dinfo, q)[0])
-            if form == 0x1f:  # line_strp
-                return string_at(".debug_line_str", struct.unpack_from("<Q" if osz == 8 else "<I", dinfo, q)[0])
-            return None  # strx forms need .debug_str_offsets (split DWARF): not produced here
-        q = _skip_form(dinfo, q, form, addr_size, osz)
-
-
-def _skip_form(dinfo, q: int, form: int, addr_size: int, osz: int) -> int:
-    if form == 0x01:  # addr
-        return q + addr_size
-    if form in (0x0e, 0x1f, 0x17, 0x10, 0x1d):  # strp, line_strp, sec_offset, ref_addr, strp_sup
-        return q + osz
-    if form == 0x08:
-        return dinfo.find(b"\0", q) + 1
-    if form in (0x0f, 0x15, 0x1a, 0x1b, 0x22, 0x23, 0x0d):  # udata/ref_udata/strx/addrx/...
-        _, q = _uleb(dinfo, q)
-        return q
-    if form in (0x0a, 0x18, 0x09):  # block1? exprloc, block
-        if form == 0x0a:
-            n = dinfo[q]
-            return q + 1 + n
-        n, q = _uleb(dinfo, q)
-        return q + n
-    if form == 0x03:
-        return q + 2 + struct.unpack_from("<H", dinfo, q)[0]
-    if form == 0x04:
-        return q + 4 + struct.unpack_from("<I", dinfo, q)[0]
-    size = _FIXED.get(form)
-    if size is None or size < 0:
-        raise ValueError(f"DWARF form 0x{form:x} not handled")
-    return q + size

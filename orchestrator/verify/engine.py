@@ -3,13 +3,33 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from orchestrator.verify.config import VerifyConfig
+from orchestrator.verify.checks.cuda import check_cuda
+from orchestrator.verify.checks.cxx_abi import check_cxx_abi
+from orchestrator.verify.checks.debug_info import check_debug_info
+from orchestrator.verify.checks.linkage import (check_required_symbols, check_resolution,
+                                                check_symbols)
+from orchestrator.verify.checks.portability import check_portability, vkey
+from orchestrator.verify.checks.python_ext import check_python, is_extension
+from orchestrator.verify.checks.state import State
 from orchestrator.verify.elf import ElfInfo, header_platform
+from orchestrator.verify.inputs import VerifyConfig
 from orchestrator.verify.report import FileFacts, Finding, VerifyReport
 from orchestrator.verify.resolve import Resolver, realpath, within
-from orchestrator.verify.rules import ALL_CHECKS, State, is_extension, vkey
+
+# Every check, in the order they run (the report lists them in this order).
+ALL_CHECKS: dict[str, Callable[[State], list[Finding]]] = {
+    "resolution": check_resolution,
+    "symbols": check_symbols,
+    "cxx_abi": check_cxx_abi,  # after symbols: uses the unresolved symbols
+    "python": check_python,
+    "debug_info": check_debug_info,
+    "portability": check_portability,
+    "required_symbols": check_required_symbols,
+    "cuda": check_cuda,
+}
 
 
 def elf_files(prefix: Path) -> list[Path]:

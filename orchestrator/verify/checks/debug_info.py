@@ -1,0 +1,107 @@
+"""The debug-info check: DWARF, -g and -O as the variant's build type expects, and
+meta/CMakeCache.txt recording that build type."""
+from __future__ import annotations
+
+import fnmatch
+import re
+
+from orchestrator.verify.checks.state import State
+from orchestrator.verify.dwarf import debug_facts
+from orchestrator.verify.inputs import VerifyConfig
+from orchestrator.verify.report import Finding
+
+
+DEFAULT_OPT = {"RelWithDebInfo": "2", "Debug": "0"}
+DEBUG_TYPES = ("RelWithDebInfo", "Debug")
+_COMPILER_PRODUCER = re.compile(r"^(GNU C|GNU Fortran|clang|Clang|Ubuntu clang|Debian clang)")
+
+
+def producer_flags(producer: str) -> tuple[bool, str]:
+    """(-g given, the effective -O level) from a DW_AT_producer string."""
+    toks = producer.split()
+    has_g = any(t.startswith("-g") and t != "-g0" for t in toks)
+    level = "0"
+    for t in toks:
+        m = re.fullmatch(r"-O(\d|s|g|fast|z)?", t)
+        if m:
+            level = m.group(1) or "1"
+    return has_g, level
+
+
+def _own(rel_prefix: str, patterns: list[str]) -> bool:
+    return any(fnmatch.fnmatch(rel_prefix, p) or fnmatch.fnmatch("x/" + rel_prefix, p)
+               for p in patterns)
+
+
+def check_debug_info(st: State) -> list[Finding]:
+    """relwithdebinfo/debug: own libraries carry DWARF made with -g and the expected -O;
+    release: none. meta/CMakeCache.txt records the expected build type."""
+    cfg = st.config
+    out: list[Finding] = []
+    bt = cfg.build_type
+    expect_debug = bt in DEBUG_TYPES
+    want_o = cfg.rules.opt_level.get(cfg.variant, DEFAULT_OPT.get(bt or "", ""))
+    for rel, obj in st.objects.items():
+        facts = debug_facts(obj.path, obj)
+        st.facts[rel].debug_info = facts.has_debug_info
+        st.facts[rel].producers = list(facts.producers[:8])
+        try:
+            in_prefix = obj.path.resolve().relative_to(cfg.prefix.resolve()).as_posix()
+        except ValueError:
+            continue
+        if bt is None or not _own(in_prefix, cfg.rules.own_libs):
+            continue
+        if expect_debug:
+            lacking = [s for s, has in ((".debug_info", facts.has_debug_info),
+                                        (".debug_line", facts.has_debug_line)) if not has]
+            if lacking:
+                out.append(Finding(check="debug_info", severity="fail", file=rel,
+                                   cause=f"variant {cfg.variant} ({bt}) expects DWARF but {rel} has no "
+                                         f"{' and no '.join(lacking)}"))
+                continue
+            compilers = [p for p in facts.producers if _COMPILER_PRODUCER.match(p)]
+            flags = [(p, *producer_flags(p)) for p in compilers]
+            no_g = [p for p, has_g, _ in flags if not has_g]
+            if no_g:
+                out.append(Finding(check="debug_info", severity="fail", file=rel,
+                                   cause=f"DW_AT_producer lacks -g: {no_g[0]!r}"))
+            elif want_o and flags:
+                other = [(p, lvl) for p, _, lvl in flags if lvl != want_o]
+                if len(other) == len(flags):  # no unit at the expected level: the variant is wrong
+                    p, lvl = other[0]
+                    out.append(Finding(check="debug_info", severity="fail", file=rel,
+                                       cause=f"variant {cfg.variant} expects -O{want_o} but DW_AT_producer "
+                                             f"says -O{lvl}: {p!r}"))
+                elif other:  # per-file flags (e.g. -O3 kernels) inside an otherwise right build
+                    out.append(Finding(check="debug_info", severity="warn", file=rel,
+                                       cause=f"{len(other)} of {len(flags)} compile units examined use "
+                                             f"-O{other[0][1]} instead of -O{want_o}: {other[0][0]!r}"))
+        elif facts.has_debug_info and not _own(in_prefix, cfg.rules.release_debug_allowed):
+            out.append(Finding(check="debug_info", severity="fail", file=rel,
+                               cause=f"variant {cfg.variant} ({bt}) must not carry debug info but {rel} "
+                                     "has .debug_info (allow it with verify.release_debug_allowed)"))
+    if cfg.cmake:
+        out += _check_cmake_cache(cfg)
+    return out
+
+
+def _check_cmake_cache(cfg: VerifyConfig) -> list[Finding]:
+    cache = cfg.root / "meta" / "CMakeCache.txt"
+    if not cache.is_file():
+        return [Finding(check="debug_info", severity="fail", file="meta/CMakeCache.txt",
+                        cause="meta/CMakeCache.txt is missing; the build type cannot be confirmed")]
+    values: dict[str, str] = {}
+    for line in cache.read_text(errors="replace").splitlines():
+        m = re.match(r"^([A-Za-z_0-9.-]+):[A-Z_]+=(.*)$", line)
+        if m:
+            values[m.group(1)] = m.group(2)
+    expected = dict(cfg.rules.cmake_cache)
+    if cfg.build_type:
+        expected["CMAKE_BUILD_TYPE"] = cfg.build_type
+    out = []
+    for key, want in expected.items():
+        got = values.get(key)
+        if got != want:
+            out.append(Finding(check="debug_info", severity="fail", file="meta/CMakeCache.txt",
+                               cause=f"{key} is {got!r}, expected {want!r} for variant {cfg.variant}"))
+    return out
