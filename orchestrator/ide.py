@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from orchestrator.debugger_env import locate
 from orchestrator.errors import UserError
 from orchestrator.fs import write_atomic
+from orchestrator.logical_paths import LOGICAL_BUILD_ROOT, LOGICAL_SRC_ROOT
 
 if TYPE_CHECKING:
     from orchestrator.plan import Plan
@@ -46,8 +47,6 @@ DEBUG_ENV = {"CUDA_LAUNCH_BLOCKING": "1", "TORCH_SHOW_CPP_STACKTRACES": "1",
 # What the user's shell may set that breaks lldb's embedded Python (see wrappers()).
 LLDB_PYTHON_VARS = ("PATH", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONNOUSERSITE",
                     "PYTHONSAFEPATH", "VIRTUAL_ENV")
-LOGICAL_SRC_ROOT = "/orch/src"
-LOGICAL_BUILD_ROOT = "/orch/build"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,10 @@
+"""The logical roots debug info names instead of this machine's paths.
+
+Builds map the source dir to `/orch/src/<recipe>` and the build tree to
+`/orch/build/<recipe>-<variant>` (`-ffile-prefix-map`); the IDE and debugger maps point
+them back at the workspace. Builders and the IDE read both names from here.
+"""
+from __future__ import annotations
+
+LOGICAL_SRC_ROOT = "/orch/src"
+LOGICAL_BUILD_ROOT = "/orch/build"
