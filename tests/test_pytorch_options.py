@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.builders.pytorch import build_type_from_env, defines_from_env, detect_driver
+from orchestrator.builders.pytorch_defines import build_type_from_env, defines_from_env
 from orchestrator.errors import UserError
 from orchestrator.lock.files import load_lock
+from orchestrator.machine_check import check_machine
 from orchestrator.model.lock import Lock, SystemPackageEntry
 from orchestrator.model.recipe import load_recipe
-from orchestrator.toolchain import check_machine
+from orchestrator.sources.tree_version import detect_driver
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -1,6 +1,6 @@
 """setup.py projects (plain C extensions, torch.utils.cpp_extension) with the locked setuptools.
 
-Built as a PEP 517 wheel by the setuptools backend (see pep517.py: source copy, no isolation,
+Built as a PEP 517 wheel by the setuptools backend (see wheel.py: source copy, no isolation,
 no index), then unpacked into the prefix. The compile line is ours: setuptools takes CFLAGS /
 CXXFLAGS from the environment *instead of* the interpreter's recorded flags (Debian's
 `-g -O2 ...`), so the variant decides -O and -g; cpp_extension reads the same line and runs
@@ -8,10 +8,10 @@ ninja (the toolchain's) with MAX_JOBS = jobs.
 """
 from __future__ import annotations
 
-from orchestrator.builders import BuildContext
-from orchestrator.builders.pep517 import (SETUPTOOLS_BACKENDS, build_wheel, check_requirements,
-                                          copy_prefix_map_flags, copy_source, flags_env,
-                                          offline_env, read_build_system, unpack_wheel, where)
+from orchestrator.builders.context import BuildContext
+from orchestrator.builders.wheel import (SETUPTOOLS_BACKENDS, build_wheel, check_requirements,
+                                         copy_prefix_map_flags, copy_source, flags_env,
+                                         offline_env, read_build_system, unpack_wheel, where)
 from orchestrator.errors import UserError
 
 # CMake's meaning of each build type, on setuptools' compile lines.

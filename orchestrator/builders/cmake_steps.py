@@ -1,0 +1,135 @@
+"""The steps of a CMake + Ninja build tree from the toolchain (configure once per tree,
+build, install, meta/), shared by the cmake and pytorch builders and the IDE presets."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from orchestrator.builders import cmake_file_api
+from orchestrator.builders.compile_cache.source_link import source_link, source_link_flags
+from orchestrator.builders.context import BuildContext
+from orchestrator.builders.process import NINJA_STATUS, run_logged
+from orchestrator.hashing import digest_of
+
+CONFIGURE_STAMP = ".orch-configure.json"
+
+
+def define_value(v: bool | int | str) -> str:
+    if isinstance(v, bool):
+        return "ON" if v else "OFF"
+    return str(v)
+
+
+def configure_args(ctx: BuildContext, overrides: dict[str, str] | None = None,
+                   extra_flags: list[str] | None = None) -> list[str]:
+    """-G Ninja and one -D per define: ours, then the builder's overrides, then the variant's
+    (each name once, so a flag set by two layers never appears twice on a compile line)."""
+    tc, var = ctx.toolchain, ctx.plan.variant
+    flags = " ".join([*ctx.prefix_map_flags(), *(extra_flags or []), *var.cflags])
+    defines: dict[str, str] = {
+        "CMAKE_BUILD_TYPE": var.build_type,
+        "CMAKE_EXPORT_COMPILE_COMMANDS": "ON",
+        "CMAKE_MAKE_PROGRAM": str(tc.ninja),
+        "CMAKE_C_COMPILER": str(tc.cc),
+        "CMAKE_CXX_COMPILER": str(tc.cxx),
+        "CMAKE_C_FLAGS": flags,
+        "CMAKE_CXX_FLAGS": flags,
+        "CMAKE_INSTALL_PREFIX": "/orch/prefix",
+        "Python3_EXECUTABLE": str(tc.python),
+        "Python_EXECUTABLE": str(tc.python),
+        "Python3_FIND_VIRTUALENV": "ONLY",
+    }
+    if tc.nvcc is not None:
+        defines["CMAKE_CUDA_COMPILER"] = str(tc.nvcc)
+    defines.update(locked_package_hints(ctx))
+    defines.update(ctx.compile_cache.cmake_defines())
+    defines.update(overrides or {})
+    defines.update({k: define_value(v) for k, v in var.defines.items()})
+    return ["-G", "Ninja", *(f"-D{k}={v}" for k, v in sorted(defines.items()))]
+
+
+# Locked wheels that ship CMake package configs: find_package(Torch) / (pybind11) unaided.
+CMAKE_PACKAGE_DIRS = {"pypi:torch": "torch/share/cmake", "pypi:pybind11": "pybind11/share/cmake"}
+
+
+def locked_package_hints(ctx: BuildContext) -> dict[str, str]:
+    """CMAKE_PREFIX_PATH to the CMake configs of the locked wheels the recipe uses (only then:
+    other recipes' defines stay as they are). Absolute, but only on the command line: the
+    derivation names the wheels by hash."""
+    sp = ctx.toolchain.site_packages()
+    dirs = [str(sp / rel) for key, rel in CMAKE_PACKAGE_DIRS.items() if key in ctx.plan.inputs]
+    return {"CMAKE_PREFIX_PATH": ";".join(dirs)} if dirs else {}
+
+
+def configure(ctx: BuildContext, env: dict[str, str] | None = None,
+              overrides: dict[str, str] | None = None, file_api: bool = False,
+              linked_source: bool = False) -> bool:
+    """Run cmake only when the tree is new or the configure arguments changed.
+
+    overrides replace our defines of the same name (the variant's still win); file_api asks
+    CMake for its codemodel (targets → directories) in .cmake/api/v1/reply; linked_source
+    configures the source through compile_cache.source_link (path-free compile lines, so the
+    compile cache hits across checkouts). Returns whether cmake ran.
+    """
+    source: Path = ctx.source_dir
+    flags: list[str] = []
+    if linked_source:
+        source = source_link(ctx.build_dir, ctx.source_dir)
+        flags = source_link_flags(source, ctx.logical_source)
+    args = configure_args(ctx, overrides, flags)
+    stamp = ctx.build_dir / CONFIGURE_STAMP
+    wanted = digest_of({"args": args, "source": str(ctx.source_dir)})
+    if (ctx.build_dir / "build.ninja").is_file() and (ctx.build_dir / "CMakeCache.txt").is_file() \
+            and stamp.is_file() and json.loads(stamp.read_text()).get("digest") == wanted:
+        return False
+    ctx.build_dir.mkdir(parents=True, exist_ok=True)
+    if file_api:
+        cmake_file_api.write_query(ctx.build_dir)
+    run_logged([ctx.toolchain.cmake, "-S", source, "-B", ctx.build_dir, *args],
+               env=env or ctx.env, log=ctx.log, title="configure")
+    stamp.write_text(json.dumps({"digest": wanted}))
+    return True
+
+
+def compile_(ctx: BuildContext, env: dict[str, str] | None = None) -> None:
+    """ninja in the build tree; meta/ninja_log gets this build's steps only (the tree's
+    .ninja_log is cumulative: we keep what ninja appended during this run)."""
+    keep_going = ["-k", "0"] if ctx.keep_going else []
+    log = ctx.build_dir / ".ninja_log"
+    before = log.stat().st_size if log.is_file() else 0
+    try:
+        run_logged([ctx.toolchain.ninja, "-C", ctx.build_dir, "-j", str(ctx.jobs), *keep_going,
+                    *ctx.plan.variant.targets],
+                   env={**(env or ctx.env), "NINJA_STATUS": NINJA_STATUS},
+                   log=ctx.log, title="build")
+    finally:
+        keep_ninja_steps(log, before, ctx.meta / "ninja_log")
+
+
+def keep_ninja_steps(log: Path, offset: int, dest: Path) -> None:
+    """Copy the header and the entries after `offset` (all of them when ninja recompacted
+    its log meanwhile, i.e. rewrote it shorter, or when it was new)."""
+    if not log.is_file():
+        return
+    header, _, entries = log.read_bytes().partition(b"\n")
+    total = len(header) + 1 + len(entries)
+    if 0 < offset <= total:
+        entries = (header + b"\n" + entries)[offset:]
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(header + b"\n" + entries)
+
+
+def install(ctx: BuildContext, env: dict[str, str] | None = None) -> None:
+    run_logged([ctx.toolchain.cmake, "--install", ctx.build_dir, "--prefix", ctx.prefix],
+               env=env or ctx.env, log=ctx.log, title="install")
+
+
+def collect_meta(ctx: BuildContext) -> None:
+    ctx.meta.mkdir(parents=True, exist_ok=True)
+    for name, dest in (("CMakeCache.txt", "CMakeCache.txt"),
+                       ("compile_commands.json", "compile_commands.json")):
+        src = ctx.build_dir / name
+        if src.is_file():
+            shutil.copy2(src, ctx.meta / dest)
+

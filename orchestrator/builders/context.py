@@ -1,0 +1,74 @@
+"""What every builder gets (BuildContext), what it is (Builder), and where its build tree is
+kept (build_dir_key)."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from orchestrator.builders.compile_cache.kind import OFF, CompileCache
+from orchestrator.logical_paths import LOGICAL_BUILD_ROOT, LOGICAL_SRC_ROOT
+from orchestrator.plan import Plan
+from orchestrator.toolchain import Toolchain
+
+
+@dataclass
+class BuildContext:
+    plan: Plan
+    toolchain: Toolchain
+    source_dir: Path
+    build_dir: Path          # persistent, per recipe+variant+checkout: incremental rebuilds
+    stage: Path              # artifact staging dir: write stage/prefix and stage/meta
+    env: dict[str, str]
+    jobs: int
+    log: Path
+    compile_cache: CompileCache = field(default=OFF)
+    keep_going: bool = False  # ninja -k 0: report every failing object, not only the first
+
+    @property
+    def prefix(self) -> Path:
+        return self.stage / "prefix"
+
+    @property
+    def meta(self) -> Path:
+        return self.stage / "meta"
+
+    @property
+    def logical_source(self) -> str:
+        """Where debug info names the source: its own root, or, for a per-build copy inside
+        the build tree (CMake then names sources relative to it), its place under the build's."""
+        if self.source_dir.is_relative_to(self.build_dir):
+            return f"{self.logical_build}/{self.source_dir.relative_to(self.build_dir).as_posix()}"
+        return f"{LOGICAL_SRC_ROOT}/{self.plan.recipe.name}"
+
+    @property
+    def logical_build(self) -> str:
+        return f"{LOGICAL_BUILD_ROOT}/{self.plan.recipe.name}-{self.plan.variant_name}"
+
+    def prefix_map_flags(self) -> list[str]:
+        """Debug info and __FILE__ name logical roots, not this machine's paths. (GCC applies
+        the last matching map: a source copy inside the build tree ends up under the build's
+        logical root, which is what logical_source says.)"""
+        return [f"-ffile-prefix-map={self.source_dir}={LOGICAL_SRC_ROOT}/{self.plan.recipe.name}",
+                f"-ffile-prefix-map={self.build_dir}={self.logical_build}"]
+
+    def prefix_map(self) -> dict[str, str]:
+        return {self.logical_source: "source", self.logical_build: "build"}
+
+
+class Builder(Protocol):
+    def build(self, ctx: BuildContext) -> BuildContext | None:
+        """Build into ctx.prefix/ctx.meta; return the context actually used when it differs
+        (a builder that builds from a copy of the source), so the manifest names its paths."""
+        ...
+
+
+def build_dir_key(plan: Plan, toolchain: Toolchain) -> str:
+    """One build tree per recipe, variant, checkout location and toolchain: CMakeCache pins
+    the source and the compilers, so a changed toolchain gets a fresh tree."""
+    # A checkout's patched copy (a new store path per edit) keys by the checkout itself
+    # (and the overlays/patches applied to it).
+    src = plan.source.extra.get("build_key") or plan.source_dir
+    where = hashlib.sha256(f"{src}\0{toolchain.root}".encode()).hexdigest()[:8]
+    return f"{plan.recipe.name}-{plan.variant_name}-{where}"

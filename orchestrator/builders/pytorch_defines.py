@@ -1,0 +1,156 @@
+"""What PyTorch's own driver (setup.py's tools/setup_helpers, or scikit-build-core) would
+pass to CMake: the environment it reads, the -D defines it derives, TORCH_BUILD_VERSION."""
+from __future__ import annotations
+
+import json
+import subprocess
+import tomllib
+from pathlib import Path
+
+from orchestrator.builders.cmake_steps import define_value
+from orchestrator.builders.context import BuildContext
+from orchestrator.errors import UserError
+from orchestrator.model.pytorch_options import PyTorchOptions
+from orchestrator.sources.tree_version import tree_version
+
+TRUE_FLAGS = ("ON", "1", "YES", "TRUE", "Y")
+FALSE_FLAGS = ("OFF", "0", "NO", "FALSE", "N")
+
+# tools/setup_helpers/cmake.py: env vars passed to CMake that do not start with BUILD_/USE_/CMAKE_.
+RENAMED_ENV = {"_GLIBCXX_USE_CXX11_ABI": "GLIBCXX_USE_CXX11_ABI", "CUDNN_LIB_DIR": "CUDNN_LIBRARY",
+               "USE_CUDA_STATIC_LINK": "CAFFE2_STATIC_LINK_CUDA"}
+PASSED_ENV = (
+    "BLAS", "WITH_BLAS", "BUILDING_WITH_TORCH_LIBS", "CUDA_HOST_COMILER", "CUDA_NVCC_EXECUTABLE",
+    "CUDA_SEPARABLE_COMPILATION", "CUDNN_LIBRARY", "CUDNN_INCLUDE_DIR", "CUDNN_ROOT",
+    "EXPERIMENTAL_SINGLE_THREAD_POOL", "INSTALL_TEST", "JAVA_HOME", "INTEL_MKL_DIR",
+    "INTEL_OMP_DIR", "MKL_THREADING", "MKLDNN_CPU_RUNTIME", "MSVC_Z7_OVERRIDE",
+    "CAFFE2_USE_MSVC_STATIC_RUNTIME", "Numa_INCLUDE_DIR", "Numa_LIBRARIES", "ONNX_ML",
+    "ONNX_NAMESPACE", "ATEN_THREADING", "WERROR", "OPENSSL_ROOT_DIR", "STATIC_DISPATCH_BACKEND",
+    "SELECTED_OP_LIST", "TRACING_BASED")
+# Set by the driver itself; setup.py refuses them from the environment.
+DRIVER_OWNED = ("CMAKE_INSTALL_PREFIX",)
+
+
+def skbuild_defines(src: Path) -> dict[str, str]:
+    """[tool.scikit-build] cmake.define of a scikit-build-core pyproject."""
+    data = tomllib.loads((src / "pyproject.toml").read_text())
+    sk = data.get("tool", {}).get("scikit-build", {})
+    defines = sk.get("cmake", {}).get("define", {}) or sk.get("cmake.define", {})
+    return {k: define_value(v) if isinstance(v, (bool, int, str)) else str(v)
+            for k, v in defines.items()}
+
+
+def env_flag(env: dict[str, str], name: str) -> bool:
+    return env.get(name, "").upper() in TRUE_FLAGS
+
+
+def build_type_from_env(env: dict[str, str]) -> str:
+    """tools/setup_helpers/env.py: CMAKE_BUILD_TYPE wins, then DEBUG, then REL_WITH_DEB_INFO."""
+    if "CMAKE_BUILD_TYPE" in env:
+        return env["CMAKE_BUILD_TYPE"]
+    if env_flag(env, "DEBUG"):
+        return "Debug"
+    if env_flag(env, "REL_WITH_DEB_INFO"):
+        return "RelWithDebInfo"
+    return "Release"
+
+
+def defines_from_env(env: dict[str, str]) -> dict[str, str]:
+    """tools/setup_helpers/cmake.py: which environment variables become -D defines."""
+    out: dict[str, str] = {}
+    for var, val in env.items():
+        if var in RENAMED_ENV:
+            out[RENAMED_ENV[var]] = val
+        elif var in PASSED_ENV or var.startswith(("BUILD_", "USE_", "CMAKE_")) \
+                or var.endswith(("EXITCODE", "EXITCODE__TRYRUN_OUTPUT")):
+            out[var] = val
+    owned = sorted(set(out) & set(DRIVER_OWNED))
+    if owned:
+        raise UserError(f"{owned[0]} is set by the PyTorch driver; remove it from the recipe's env")
+    return out
+
+
+# -- the build's environment and defines ------------------------------------------------
+def options_of(ctx: BuildContext) -> PyTorchOptions:
+    opts = getattr(ctx.plan.recipe.build, "pytorch", None)
+    return opts if isinstance(opts, PyTorchOptions) else PyTorchOptions()
+
+
+def build_env(ctx: BuildContext, opts: PyTorchOptions) -> dict[str, str]:
+    """Toolchain environment + the recipe's options + its free-form env, nothing else."""
+    env = dict(ctx.env)
+    env.update({
+        "USE_CUDA": "1" if opts.cuda else "0",
+        "USE_DISTRIBUTED": "1" if opts.distributed else "0",
+        "BUILD_TEST": "1" if opts.build_test else "0",
+        "MAX_JOBS": str(ctx.jobs),
+    })
+    if opts.system_libs:
+        env["USE_SYSTEM_LIBS"] = "ON"
+    if opts.cuda_arch_list:
+        env["TORCH_CUDA_ARCH_LIST"] = opts.cuda_arch_list
+    for name in opts.disable:
+        env[f"USE_{name}"] = "0"
+    env.update(ctx.plan.variant.env)  # the recipe's own env wins over the options
+    if "CMAKE_BUILD_TYPE" not in ctx.plan.variant.env:
+        env["CMAKE_BUILD_TYPE"] = ctx.plan.variant.build_type
+    if env_flag(env, "USE_CUDA") and not env.get("TORCH_CUDA_ARCH_LIST"):
+        raise UserError(f"recipes/{ctx.plan.recipe.name}.toml: CUDA is on but TORCH_CUDA_ARCH_LIST "
+                        "is not set; add cuda_arch_list = \"8.0;9.0\" to [build.pytorch]")
+    return env
+
+
+def torch_version(ctx: BuildContext, opts: PyTorchOptions) -> str:
+    """TORCH_BUILD_VERSION: a pinned source's recipe version (else its version.txt); a
+    checkout's own version.txt + git rev (setup.py's `<version>+git<sha7>`), whatever the
+    recipe pins: the recipe describes its pinned tree, not the user's."""
+    if ctx.plan.source.extra.get("checkout"):
+        where = ctx.plan.source.extra.get("checkout_dir") or ctx.source_dir
+        version = tree_version(ctx.source_dir, f"source={where}")
+        rev = ctx.plan.source.extra.get("git_rev")
+        return f"{version}+git{rev[:7]}" if rev else version
+    if opts.version:
+        return opts.version
+    vfile = ctx.source_dir / "version.txt"
+    version = vfile.read_text().strip() if vfile.is_file() else "0.0.0"
+    rev = ctx.plan.source.extra.get("git_rev")
+    return f"{version}+git{rev[:7]}" if rev else version
+
+
+def python_facts(python: Path) -> dict[str, str]:
+    code = ("import json,sysconfig;print(json.dumps({'include':sysconfig.get_path('include'),"
+            "'purelib':sysconfig.get_path('purelib'),'ext_suffix':sysconfig.get_config_var('EXT_SUFFIX')}))")
+    out = json.loads(subprocess.run([str(python), "-c", code], capture_output=True, text=True,
+                                    check=True).stdout)
+    res = subprocess.run([str(python), "-c", "import numpy;print(numpy.get_include())"],
+                         capture_output=True, text=True)
+    out["numpy_include"] = res.stdout.strip() if res.returncode == 0 else ""
+    return out
+
+
+def pytorch_defines(ctx: BuildContext, opts: PyTorchOptions, env: dict[str, str],
+                    driver: str, py: dict[str, str]) -> dict[str, str]:
+    """The -D list PyTorch's driver would pass, then the recipe's explicit defines."""
+    defines: dict[str, str] = {}
+    if driver == "scikit-build-core":
+        defines.update(skbuild_defines(ctx.source_dir))
+    defines.update(defines_from_env(env))
+    defines.update({
+        "CMAKE_BUILD_TYPE": build_type_from_env(env),
+        "BUILD_PYTHON": "True",
+        "BUILD_TEST": "True" if env_flag(env, "BUILD_TEST") else "False",
+        "USE_NUMPY": "True" if py["numpy_include"] and not env.get("USE_NUMPY", "1").upper()
+        in FALSE_FLAGS else "False",
+        "PYTHON_EXECUTABLE": str(ctx.toolchain.python),
+        "PYTHON_INCLUDE_DIR": py["include"],
+        "TORCH_BUILD_VERSION": torch_version(ctx, opts),
+        "CMAKE_PREFIX_PATH": ";".join(p for p in (py["purelib"], env.get("CMAKE_PREFIX_PATH")) if p),
+    })
+    if py["numpy_include"]:
+        defines["NUMPY_INCLUDE_DIR"] = py["numpy_include"]
+    flags = " ".join(ctx.prefix_map_flags() + ctx.plan.variant.cflags)
+    defines["CMAKE_C_FLAGS"] = " ".join(x for x in (flags, env.get("CFLAGS", "")) if x)
+    defines["CMAKE_CXX_FLAGS"] = " ".join(
+        x for x in (flags, env.get("CXXFLAGS", env.get("CFLAGS", ""))) if x)
+    defines.update({k: define_value(v) for k, v in ctx.plan.variant.defines.items()})
+    return defines
