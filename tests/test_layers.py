@@ -1,0 +1,196 @@
+"""The package's import structure: no import circles, and no import from a lower layer to a
+higher one. Imports inside functions and under TYPE_CHECKING count too: a lazy import is
+still a dependency, and hiding a circle in a function only moves the failure to run time.
+
+Read from the source (ast), nothing is imported; each test reports every violation at once.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "orchestrator"
+
+# Lowest first. A module may import modules of its own layer or of lower ones. A module
+# belongs to the layer of the longest prefix listed for it ("orchestrator." left out).
+LAYERS: list[list[str]] = [
+    # foundations: no knowledge of recipes' flow
+    ["__init__", "errors", "hashing", "fs", "console", "logical_paths", "platform_facts",
+     "model", "tree_manifest"],
+    ["settings", "cli_vars"],
+    ["store", "lock", "debugger_env"],
+    ["toolchain", "machine_check", "sources"],
+    ["plan", "selection", "artifact_ref"],
+    ["builders", "verify", "cache"],
+    ["build_step", "reverify", "rebuild_check", "realise", "plan_why"],
+    ["workspace", "workspace_links", "activation", "store_usage", "ide", "bot"],
+    ["verbs"],
+    ["tasks", "doit_glue"],
+]
+
+
+def module_names() -> dict[str, tuple[Path, bool]]:
+    """Dotted module name -> (file, is a package's __init__)."""
+    out = {}
+    for p in sorted(PACKAGE.rglob("*.py")):
+        parts = list(p.relative_to(PACKAGE.parent).with_suffix("").parts)
+        is_pkg = parts[-1] == "__init__"
+        out[".".join(parts[:-1] if is_pkg else parts)] = (p, is_pkg)
+    return out
+
+
+def imports_of(name: str, mods: dict[str, tuple[Path, bool]]) -> dict[str, int]:
+    """The package's modules `name` imports (anywhere in the file) -> first line doing so."""
+    path, is_pkg = mods[name]
+    here = name if is_pkg else name.rpartition(".")[0]
+    found: dict[str, int] = {}
+
+    def add(target: str, line: int) -> None:
+        while target and target not in mods:  # `import a.b.c` of a name inside a module
+            target = target.rpartition(".")[0]
+        if target.startswith("orchestrator") and target != name:
+            found.setdefault(target, line)
+
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                add(a.name, node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the module's package, up level - 1 packages
+                up = here.split(".")[: len(here.split(".")) - node.level + 1]
+                base = ".".join(up + ([base] if base else []))
+            subs = [f"{base}.{a.name}" for a in node.names]
+            for s in subs:
+                if s in mods:
+                    add(s, node.lineno)
+            if any(s not in mods for s in subs):  # names read from `base` itself
+                add(base, node.lineno)
+    return found
+
+
+def graph() -> dict[str, dict[str, int]]:
+    mods = module_names()
+    return {m: imports_of(m, mods) for m in mods}
+
+
+def components(g: dict[str, dict[str, int]]) -> list[set[str]]:
+    """Strongly connected components with more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    comps: list[set[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in g[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.add(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                comps.append(comp)
+
+    for v in sorted(g):
+        if v not in index:
+            visit(v)
+    return comps
+
+
+def cycles(g: dict[str, dict[str, int]]) -> list[list[str]]:
+    """One cycle per circle, from its smallest module back to it."""
+    return [cycle_through(g, comp) for comp in components(g)]
+
+
+def cycle_through(g: dict[str, dict[str, int]], comp: set[str]) -> list[str]:
+    """One shortest cycle from the component's smallest member back to it (breadth first)."""
+    start = min(comp)
+    paths = {start: [start]}
+    todo = [start]
+    while todo:
+        v = todo.pop(0)
+        for w in sorted(g[v]):
+            if w == start:
+                return paths[v] + [start]
+            if w in comp and w not in paths:
+                paths[w] = paths[v] + [w]
+                todo.append(w)
+    raise AssertionError(f"no cycle through {start}")
+
+
+def layer_of(module: str) -> int | None:
+    rel = module.removeprefix("orchestrator").removeprefix(".") or "__init__"
+    best: tuple[int, int] | None = None  # (prefix length, layer)
+    for i, names in enumerate(LAYERS):
+        for n in names:
+            if rel == n or rel.startswith(n + "."):
+                if best is None or len(n) > best[0]:
+                    best = (len(n), i)
+    return None if best is None else best[1]
+
+
+def short(m: str) -> str:
+    return m.removeprefix("orchestrator.")
+
+
+def test_no_import_circles() -> None:
+    g = graph()
+    found = components(g)
+    assert not found, f"{len(found)} import circle(s):\n" + "\n".join(
+        f"  {' -> '.join(map(short, cycle_through(g, c)))}  (in the circle: "
+        f"{', '.join(sorted(map(short, c)))})" for c in found)
+
+
+def test_every_module_has_a_layer() -> None:
+    missing = sorted(short(m) for m in graph() if layer_of(m) is None)
+    assert not missing, f"add these modules to LAYERS in {Path(__file__).name}: {missing}"
+
+
+def test_no_import_from_a_lower_layer_to_a_higher_one() -> None:
+    mods = module_names()
+    bad = []
+    for m, targets in sorted(graph().items()):
+        lm = layer_of(m)
+        for t, line in sorted(targets.items()):
+            lt = layer_of(t)
+            if lm is not None and lt is not None and lt > lm:
+                where = mods[m][0].relative_to(PACKAGE.parent)
+                bad.append(f"  {where}:{line}: {short(m)} (layer {lm}) imports {short(t)} "
+                           f"(layer {lt})")
+    assert not bad, f"{len(bad)} import(s) from a lower layer to a higher one:\n" + "\n".join(bad)
+
+
+def test_the_cycle_finder_reports_each_circle_once() -> None:
+    g = {"a": {"b": 1}, "b": {"c": 2}, "c": {"a": 3}, "d": {"a": 1}}
+    assert cycles(g) == [["a", "b", "c", "a"]]
+    assert cycles({"a": {"b": 1}, "b": {}}) == []
+
+
+def test_layer_of_takes_the_longest_prefix() -> None:
+    assert layer_of("orchestrator") == 0
+    assert layer_of("orchestrator.verify.checks.cuda") == layer_of("orchestrator.verify")
+    assert layer_of("orchestrator.verbs.plan") > layer_of("orchestrator.plan")
+    assert layer_of("orchestrator.planner") is None
+
+
+def test_imports_inside_functions_and_relative_ones_count(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "one.py").write_text(
+        "def f():\n    from orchestrator.pkg import two\n    from .three import X\n")
+    mods = {"orchestrator.pkg.one": (tmp_path / "pkg" / "one.py", False),
+            "orchestrator.pkg.two": (tmp_path / "two.py", False),
+            "orchestrator.pkg.three": (tmp_path / "three.py", False)}
+    assert imports_of("orchestrator.pkg.one", mods) == {"orchestrator.pkg.two": 2,
+                                                        "orchestrator.pkg.three": 3}
