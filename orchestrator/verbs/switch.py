@@ -1,8 +1,8 @@
 """`doit switch`: make recipe/variant the workspace's profile, realising it first if missing."""
 from __future__ import annotations
 
-from orchestrator import ide
 from orchestrator.activation import activate
+from orchestrator.ide.render import refresh_if_managed
 from orchestrator.realise import realise
 from orchestrator.settings import Settings
 from orchestrator.store import Store
@@ -14,7 +14,7 @@ def cmd_switch(settings: Settings) -> None:
     store = Store(settings.store_root)
     r = realise(settings, store)
     gen, changed = activate(Workspace(settings.workspace), store, r)
-    ide.refresh_if_managed(settings, r.plan)  # .vscode/ etc. follow the new variant when managed
+    refresh_if_managed(settings, r.plan, r.toolchain)  # .vscode/ etc. follow the new variant
     state = "switched" if changed else "already active"
     emit(settings, {"generation": gen, "changed": changed, "path": str(r.path),
                     "id": r.plan.artifact_id, "origin": r.origin},
