@@ -1,16 +1,19 @@
 """The one rich console every module prints through (stderr, so JSON on stdout stays clean),
-and the shapes of long work on it: a phase line with its time, a fixed-width progress bar.
+and the shapes of long work on it: a phase line with its time, a fixed-width progress bar
+for counted steps, a byte progress bar for transfers.
 
 On a terminal a phase shows a spinner (or ninja's bar) while it runs; piped, nothing live is
 drawn (no blank lines), only the one line per phase when it ends."""
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from typing import Iterator
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn, TransferSpeedColumn)
 from rich.table import Column
 
 console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -63,6 +66,30 @@ def build_progress(title: str, on: Console | None = None) -> Progress | None:
                    table_column=Column(width=label_width(on.width), no_wrap=True,
                                        overflow="crop")),
         console=on, transient=True, expand=False)
+
+
+class ByteProgress:
+    """A bar in bytes with bytes/s and time left, for downloads and uploads; drawn only on a
+    terminal and not under ORCH_NO_PROGRESS=1, gone when done. advance() is thread-safe.
+    `label` may hold rich markup; `total` None when the size is not known."""
+
+    def __init__(self, label: str, total: int | None) -> None:
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+                                 TransferSpeedColumn(), TimeRemainingColumn(),
+                                 console=console, transient=True,
+                                 disable=not console.is_terminal
+                                 or bool(os.environ.get("ORCH_NO_PROGRESS")))
+        self.task = self.progress.add_task(label, total=total)
+
+    def __enter__(self) -> "ByteProgress":
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def advance(self, n: int) -> None:
+        self.progress.advance(self.task, n)
 
 
 @contextlib.contextmanager

@@ -22,7 +22,9 @@ from orchestrator.cache.config import CacheConfig, Credentials, load_config  # n
 from orchestrator.cache.errors import CacheError  # noqa: E402
 from orchestrator.cache.signing import (SecretKey, TrustedKeys, load_signing_key,  # noqa: E402
                                         write_key_pair)
-from orchestrator.cache.transfer import TransferStats, download_blobs, upload_blobs  # noqa: E402
+from orchestrator.cache.blob_download import download_blobs  # noqa: E402
+from orchestrator.cache.blob_upload import upload_blobs  # noqa: E402
+from orchestrator.cache.transfer import TransferStats  # noqa: E402
 from orchestrator.errors import UserError  # noqa: E402
 
 CFG = CacheConfig(jobs=4, timeout=5)

@@ -24,7 +24,8 @@ from orchestrator.cache.backend import blob_key, record_key
 from orchestrator.cache.backends import open_backend
 from orchestrator.cache.config import CacheConfig
 from orchestrator.cache.errors import CacheError
-from orchestrator.cache.transfer import TransferStats, download_blobs
+from orchestrator.cache.blob_download import download_blobs
+from orchestrator.cache.transfer import TransferStats
 
 REPO = Path(__file__).resolve().parents[1]
 DRIP_MAX = 30          # bytes; the server gives up after that many seconds of dripping

@@ -29,7 +29,8 @@ from orchestrator.cache.config import CacheConfig, Credentials  # noqa: E402
 from orchestrator.cache.errors import CacheError  # noqa: E402
 from orchestrator.cache.pull import pull  # noqa: E402
 from orchestrator.cache.signing import SecretKey  # noqa: E402
-from orchestrator.cache.transfer import TransferStats, upload_blobs  # noqa: E402
+from orchestrator.cache.blob_upload import upload_blobs  # noqa: E402
+from orchestrator.cache.transfer import TransferStats  # noqa: E402
 from orchestrator.hashing import digest_of  # noqa: E402
 from orchestrator.model.cache_record import CacheRecord  # noqa: E402
 from orchestrator.model.manifest import Manifest  # noqa: E402

@@ -16,10 +16,11 @@ from rich.markup import escape
 
 from orchestrator.cache.backend import Backend, record_key
 from orchestrator.cache.backends import open_backend
+from orchestrator.cache.blob_download import download_blobs
 from orchestrator.cache.config import CacheConfig, load_config
 from orchestrator.cache.errors import CacheError
 from orchestrator.cache.signing import TrustedKeys
-from orchestrator.cache.transfer import TransferStats, download_blobs
+from orchestrator.cache.transfer import TransferStats
 from orchestrator.console import console
 from orchestrator.model.cache_record import CacheRecord
 from orchestrator.model.user_file import MAX_DEPTH, depth_ok
