@@ -93,11 +93,13 @@ class Store:
                 remove_tree(path)
 
     def clean_stale(self) -> list[Path]:
-        """Remove temps (`fs.temp_name`) in tmp/, toolchains/, store/, cache/ and git/ whose
-        owning process is gone."""
+        """Remove temps (`fs.temp_name`) in tmp/, toolchains/, store/, gcroots/, cache/, git/
+        and each build/<key>/ whose owning process is gone."""
         removed = []
-        for parent in (self.tmp_dir, self.toolchains_dir, self.store_dir, self.root / "cache",
-                       self.root / "git"):
+        builds = [d for d in self.build_dir.iterdir() if d.is_dir()] \
+            if self.build_dir.is_dir() else []
+        for parent in (self.tmp_dir, self.toolchains_dir, self.store_dir, self.gcroots_dir,
+                       self.root / "cache", self.root / "git", *builds):
             if not parent.is_dir():
                 continue
             for p in parent.iterdir():

@@ -35,12 +35,14 @@ class Workspace:
         return FileLock(str(self.orch / ".lock"))
 
     def clean_stale(self) -> list[Path]:
-        """Remove .orch/ temp files (`.<name>.tmp-<pid>-<hex>`) of processes that are gone:
-        what a kill between the write and the rename leaves behind."""
-        removed = []
+        """Remove .orch/ temp files (`.<name>.tmp-<pid>-<hex>`, and the root's
+        compile_commands.json one) of processes that are gone: what a kill between the write
+        and the rename leaves behind."""
+        removed: list[Path] = []
         if not self.orch.is_dir():
             return removed
-        for p in self.orch.iterdir():
+        ours = [*self.orch.iterdir(), *self.root.glob(".compile_commands.json.tmp-*")]
+        for p in ours:
             if p.name.startswith(".") and is_stale_temp(p.name):
                 p.unlink(missing_ok=True)
                 removed.append(p)

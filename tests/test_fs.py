@@ -10,6 +10,7 @@ from orchestrator.fs import (TEMP_RE, atomic_symlink, atomic_writer, is_stale_te
                              temp_owner, temp_sibling, write_atomic)
 from orchestrator.hashing import StatCache
 from orchestrator.store import Store
+from orchestrator.workspace import Workspace
 from orchestrator.workspace_links import apply_links
 
 DEAD = 999999999
@@ -45,7 +46,9 @@ def test_store_clean_stale_knows_every_temp_place(tmp_path: Path) -> None:
     store = Store(tmp_path / "s").ensure()
     dead = [store.tmp_dir / f"build.tmp-{DEAD}-ab", store.toolchains_dir / f"t.tmp-{DEAD}-ab",
             store.root / "cache" / f".stat-cache.json.tmp-{DEAD}-ab",
-            store.root / "git" / f"0123.git.tmp-{DEAD}-ab"]
+            store.root / "git" / f"0123.git.tmp-{DEAD}-ab",
+            store.build_dir / "0123-x" / f".source.tmp-{DEAD}-ab",
+            store.gcroots_dir / f".0123.tmp-{DEAD}-ab"]
     for p in dead:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.mkdir()
@@ -64,3 +67,15 @@ def test_apply_links_removes_a_killed_switch_temp(tmp_path: Path) -> None:
     stale.symlink_to("nowhere")
     assert apply_links(root, root / ".orch", artifact) == ["torch/lib/libc10.so"]
     assert sorted(p.name for p in (root / "torch" / "lib").iterdir()) == ["libc10.so"]
+
+
+def test_workspace_clean_stale_takes_orch_and_compile_commands_temps(tmp_path: Path) -> None:
+    ws = Workspace(tmp_path)
+    ws.orch.mkdir()
+    dead = [ws.orch / f".profile.tmp-{DEAD}-ab", tmp_path / f".compile_commands.json.tmp-{DEAD}-ab"]
+    for p in dead:
+        p.symlink_to("nowhere")
+    users = tmp_path / f".notes.tmp-{DEAD}-ab"  # the user's own file in the checkout: kept
+    users.write_text("")
+    assert sorted(ws.clean_stale()) == sorted(dead)
+    assert users.exists()
