@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from dap_client import stop_in_function  # noqa: E402
 
-from orchestrator.ide import resolve_variables  # noqa: E402
+from orchestrator.ide.variables import resolve_variables  # noqa: E402
 
 GOAL_S = 120.0
 CONFIG = "orch: Python + C++ (lldb-14)"

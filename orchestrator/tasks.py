@@ -2,10 +2,9 @@
 here). Each verb's doc and variables live in orchestrator.cli_vars."""
 from __future__ import annotations
 
-from orchestrator import ide
 from orchestrator.doit_glue import args_task, task
 from orchestrator.verbs import (build, cache_keygen, gc, lock, nightly, plan, pull, push, rollback,
-                                status, switch, toolchain, verify, why)
+                                status, switch, toolchain, verify, vscode, why)
 
 
 def task_lock():
@@ -75,7 +74,7 @@ def task_cache_keygen():
 
 def task_vscode():
     """Write .vscode/ (lldb-14, gdb, debugpy), CMakePresets.json, .lldbinit/.gdbinit for the profile."""
-    return task(ide.cmd_vscode, "vscode")
+    return task(vscode.cmd_vscode, "vscode")
 
 
 def task_nightly():

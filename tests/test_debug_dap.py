@@ -14,7 +14,7 @@ from conftest import copy_project, make_store, run_doit
 from dap_client import (DapClient, env_list_to_dict, run_to_exit, stop_at_line,
                         stop_in_function)
 
-from orchestrator.ide import resolve_variables
+from orchestrator.ide.variables import resolve_variables
 
 FUNCTION = "demo::native::add_kernel"
 LLDB_CONFIG = "orch: Python + C++ (lldb-14)"

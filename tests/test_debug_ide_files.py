@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import copy_project, make_store, run_doit
 
-from orchestrator.ide import loads_jsonc
+from orchestrator.ide.jsonc import loads_jsonc
 
 USER_LAUNCH = """\
 // my own launch.json, with comments and a trailing comma as VS Code allows
@@ -157,7 +157,7 @@ def test_prelaunch_task_builds_an_edit_and_the_debugger_runs_it(ws: tuple[Path, 
     profile, so the generated launch configuration runs the edited code."""
     from dap_client import run_to_exit
 
-    from orchestrator.ide import resolve_variables
+    from orchestrator.ide.variables import resolve_variables
 
     root, store = ws
     kernel = root / "recipes/demo/ops/add_kernel.cpp"

@@ -7,7 +7,9 @@ import json
 import subprocess
 from pathlib import Path
 
-from orchestrator.ide import loads_jsonc, resolve_variables, used_cache_variables
+from orchestrator.ide.cmake_presets import used_cache_variables
+from orchestrator.ide.jsonc import loads_jsonc
+from orchestrator.ide.variables import resolve_variables
 
 
 def build_task(project: Path) -> dict:
