@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrator.builders import BuildContext, get_builder
-from orchestrator.builders import launcher
+from orchestrator.builders.compile_cache import launcher
+from orchestrator.builders.context import BuildContext
+from orchestrator.builders.registry import get_builder
 from orchestrator.plan import Plan
 from orchestrator.settings import Settings
 from orchestrator.store import Store

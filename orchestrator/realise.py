@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrator.build_step import run_builder
-from orchestrator.builders import build_dir_key
-from orchestrator.builders import launcher
+from orchestrator.builders.compile_cache import launcher
+from orchestrator.builders.context import build_dir_key
 from orchestrator.builders.process import BuildFailed
 from orchestrator.console import console, phase, print_phase
 from orchestrator.errors import CheckFailed

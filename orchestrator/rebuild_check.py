@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 from orchestrator.build_step import run_builder
-from orchestrator.builders import build_dir_key
+from orchestrator.builders.context import build_dir_key
 from orchestrator.console import console
 from orchestrator.errors import CheckFailed
 from orchestrator.fs import remove_tree
