@@ -10,11 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+from rich.markup import escape
 
-from orchestrator.console import console
+from orchestrator.console import ByteProgress
 from orchestrator.errors import UserError
-from orchestrator.fs import remove_tree
+from orchestrator.fs import remove_tree, temp_sibling
 from orchestrator.hashing import StatCache, sha256_file
 from orchestrator.model.source_archive import Archive
 from orchestrator.store import Store
@@ -40,16 +40,14 @@ def _check_sha(path: Path, archive: Archive, cache: StatCache | None) -> None:
 def _download(url: str, dest: Path) -> None:
     import urllib.request  # here: its http/ssl imports would slow every command's start
 
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.part")
+    tmp = temp_sibling(dest)
     try:
         with urllib.request.urlopen(url, timeout=60) as resp, open(tmp, "wb") as out:
             total = int(resp.headers.get("Content-Length") or 0) or None
-            with Progress(TextColumn(f"[bold]fetch {dest.name}"), BarColumn(), DownloadColumn(),
-                          TransferSpeedColumn(), console=console, transient=True) as prog:
-                task = prog.add_task("", total=total)
+            with ByteProgress(f"[bold]fetch {escape(dest.name)}", total) as bar:
                 while chunk := resp.read(1 << 20):
                     out.write(chunk)
-                    prog.update(task, advance=len(chunk))
+                    bar.advance(len(chunk))
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, dest)
