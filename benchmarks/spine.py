@@ -11,7 +11,6 @@ Run: .venv/bin/python benchmarks/spine.py [--big-gb 2] [--repeat 5]
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import re
@@ -85,9 +84,16 @@ def main() -> None:
 
         # 3. edit one .cpp: doit build vs ninja alone
         kernel = small / "recipes/demo/ops/add_kernel.cpp"
-        where = hashlib.sha256(str((small / "recipes/demo").resolve()).encode()).hexdigest()[:8]
-        build_dir = store / "build" / f"demo-relwithdebinfo-{where}"
-        ninja = next((store / "toolchains").iterdir()) / "venv/bin/ninja"
+        # The build tree's key holds the source path and the toolchain: take the one whose
+        # source link (.orch-src) points at this checkout's recipe.
+        (build_dir,) = [d for d in (store / "build").glob("demo-relwithdebinfo-*")
+                        if (d / ".orch-src").resolve() == (small / "recipes/demo").resolve()]
+        toolchain = next(p for p in (store / "toolchains").iterdir() if (p / "venv").is_dir())
+        ninja = toolchain / "venv/bin/ninja"
+        # The compile lines call the locked ccache, whose libraries are unpacked debs.
+        debs_lib = toolchain / "debs/root/usr/lib/x86_64-linux-gnu"
+        ninja_env = {**os.environ, "CCACHE_DIR": str(store / "ccache"),
+                     "LD_LIBRARY_PATH": f"{debs_lib}:{os.environ.get('LD_LIBRARY_PATH', '')}"}
         t_doit, t_ninja, new_bytes, linked_bytes = [], [], [], []
         for i in range(args.repeat):
             # A new first line shifts every line: the object and the library change.
@@ -100,7 +106,10 @@ def main() -> None:
             linked_bytes.append(float(m[2]))
             kernel.write_text(f"// edit {i}b\n" + kernel.read_text())
             t0 = time.perf_counter()
-            subprocess.run([str(ninja), "-C", str(build_dir)], check=True, capture_output=True)
+            run = subprocess.run([str(ninja), "-C", str(build_dir)], capture_output=True, text=True,
+                                 env=ninja_env)
+            if run.returncode:
+                raise SystemExit(f"ninja alone failed:\n{run.stdout[-2000:]}{run.stderr[-2000:]}")
             t_ninja.append(time.perf_counter() - t0)
         md, mn = statistics.median(t_doit), statistics.median(t_ninja)
 

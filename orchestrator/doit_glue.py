@@ -13,6 +13,7 @@ variable (exit 2).
 """
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 from typing import Callable
@@ -146,13 +147,22 @@ def current_settings(verb: str | None = None) -> Settings:
     return Settings.from_vars(REPO_ROOT, variables)
 
 
-def action(verb: Callable[[Settings], object], name: str | None = None) -> Callable[[], object]:
-    """A doit python-action running verb with the command line's settings (checked against
-    the variables verb `name` takes)."""
+def load_verb(ref: str) -> Callable[..., object]:
+    """The verb function `ref` names ("<module in orchestrator.verbs>:<function>"), imported
+    on first use: `doit list`, `doit help` and the other verbs never import it."""
+    module, _, function = ref.partition(":")
+    return getattr(importlib.import_module(f"orchestrator.verbs.{module}"), function)
+
+
+def action(verb: str, name: str | None = None, words: list[str] | None = None) -> Callable[[], object]:
+    """A doit python-action running verb (see load_verb) with the command line's settings
+    (checked against the variables verb `name` takes), and its positional words if given."""
 
     def run() -> object:
         try:
-            verb(current_settings(name))
+            settings = current_settings(name)
+            fn = load_verb(verb)
+            fn(settings) if words is None else fn(settings, list(words))
         except UserError as e:
             console.print(f"[red]error:[/] {escape(str(e))}", soft_wrap=True)
             return TaskError(str(e), report=False)
@@ -163,23 +173,23 @@ def action(verb: Callable[[Settings], object], name: str | None = None) -> Calla
             return TaskFailed(str(e), report=False)
         return None
 
-    run.__name__ = verb.__name__
+    run.__name__ = verb.partition(":")[2]
     return run
 
 
-def task(verb: Callable[[Settings], object], name: str) -> dict:
+def task(verb: str, name: str) -> dict:
     """The task dict of verb `name` (its doc from orchestrator.cli_vars)."""
     return {"actions": [action(verb, name)], "doc": cli_vars.VERBS[name].doc,
             "uptodate": [False], "verbosity": 2}
 
 
-def args_task(verb: Callable[[Settings, list[str]], object], name: str) -> dict:
+def args_task(verb: str, name: str) -> dict:
     """A task whose verb also gets the command line's positional words (`doit why A B`)."""
 
     def run(pos: list[str]) -> object:
-        return action(lambda settings: verb(settings, list(pos)), name)()
+        return action(verb, name, pos)()
 
-    run.__name__ = verb.__name__
+    run.__name__ = verb.partition(":")[2]
     return {**task(verb, name), "actions": [run], "pos_arg": "pos"}
 
 
