@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.errors import UserError
+from orchestrator.fs import atomic_symlink
 
 LLVM_MAJOR = 14
 
@@ -97,11 +98,7 @@ def _relink(link: Path, target: Path, root: Path, done: list[str]) -> None:
     rel = os.path.relpath(target, link.parent)
     if link.is_symlink() and os.readlink(link) == rel:
         return
-    tmp = link.with_name(link.name + ".orch-tmp")
-    if tmp.is_symlink() or tmp.exists():
-        tmp.unlink()
-    tmp.symlink_to(rel)
-    os.replace(tmp, link)
+    atomic_symlink(rel, link)
     done.append(f"{link.relative_to(root)} -> {rel}")
 
 

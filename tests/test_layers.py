@@ -194,3 +194,10 @@ def test_imports_inside_functions_and_relative_ones_count(tmp_path: Path) -> Non
             "orchestrator.pkg.three": (tmp_path / "three.py", False)}
     assert imports_of("orchestrator.pkg.one", mods) == {"orchestrator.pkg.two": 2,
                                                         "orchestrator.pkg.three": 3}
+
+
+def test_no_module_over_350_lines() -> None:
+    """One concern per module: a module past ~350 lines holds several (issue 14)."""
+    long = {str(p.relative_to(PACKAGE.parent)): n for p in PACKAGE.rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > 350}
+    assert not long, f"modules over 350 lines (split them by concern): {long}"

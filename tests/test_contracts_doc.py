@@ -1,0 +1,48 @@
+"""docs/contracts.md stays true to the code: every module, function or class it names (as
+`orchestrator.x.y`, `x.y.z` with x a top-level module, or an `orchestrator/...` path) exists."""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from pathlib import Path
+
+import orchestrator
+
+REPO = Path(__file__).resolve().parents[1]
+CONTRACTS = REPO / "docs" / "contracts.md"
+# Dotted names in the text that are manifest/JSON fields, not Python names.
+JSON_FIELDS = {"verify.rules", "verify.forced"}
+
+
+def resolves(ref: str) -> bool:
+    """orchestrator.<ref> is a module, or a module's attribute chain."""
+    parts = ref.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module("orchestrator." + ".".join(parts[:i]))
+        except ModuleNotFoundError:
+            continue
+        for name in parts[i:]:
+            if not hasattr(obj, name):
+                return False
+            obj = getattr(obj, name)
+        return True
+    return False
+
+
+def test_every_python_name_in_contracts_exists() -> None:
+    top = {m.name for m in pkgutil.iter_modules(orchestrator.__path__)}
+    text = CONTRACTS.read_text()
+    refs = {m[1] for m in re.finditer(r"`(?:orchestrator\.)?([a-z_]+(?:\.[A-Za-z_]+)+)", text)}
+    named = {r for r in refs if r.split(".")[0] in top and not r.endswith(".py")} - JSON_FIELDS
+    assert len(named) > 30, named  # the map and the API sections name many
+    missing = sorted(r for r in named if not resolves(r))
+    assert not missing, f"docs/contracts.md names what the code no longer has: {missing}"
+
+
+def test_every_orchestrator_path_in_contracts_exists() -> None:
+    paths = set(re.findall(r"orchestrator/[\w/]+(?:\.py)?", CONTRACTS.read_text()))
+    assert paths
+    missing = sorted(p for p in paths if not (REPO / p).exists())
+    assert not missing, f"docs/contracts.md names paths that do not exist: {missing}"
