@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO / "tests" / "nginx"))
 from nginx_server import NginxServer  # noqa: E402
 
 from orchestrator.cache.backend import blob_key  # noqa: E402
-from orchestrator.cache.config import CacheConfig  # noqa: E402
+from orchestrator.cache.cache_toml import CacheConfig  # noqa: E402
 from orchestrator.cache.pull import pull  # noqa: E402
 from orchestrator.cache.push import push_many  # noqa: E402
 from orchestrator.cache.signing import SecretKey  # noqa: E402

@@ -24,7 +24,7 @@ def head_substituters(settings: Settings, artifact_id: str) -> tuple[str | None,
     that could not be asked (down, refused: the build would then fall back to building)."""
     from orchestrator.cache.backend import record_key
     from orchestrator.cache.backends import open_backend
-    from orchestrator.cache.config import load_config
+    from orchestrator.cache.cache_toml import load_config
     from orchestrator.cache.errors import CacheError
 
     config = load_config(settings.repo_root)

@@ -18,7 +18,7 @@ from nginx_server import PASSWORD, TOKEN, USER, NginxServer, free_port  # noqa: 
 
 from orchestrator.cache.backend import blob_key  # noqa: E402
 from orchestrator.cache.backends import open_backend  # noqa: E402
-from orchestrator.cache.config import CacheConfig, Credentials, load_config  # noqa: E402
+from orchestrator.cache.cache_toml import CacheConfig, Credentials, load_config  # noqa: E402
 from orchestrator.cache.errors import CacheError  # noqa: E402
 from orchestrator.cache.signing import (SecretKey, TrustedKeys, load_signing_key,  # noqa: E402
                                         write_key_pair)

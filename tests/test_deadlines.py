@@ -22,7 +22,7 @@ import zstandard
 
 from orchestrator.cache.backend import blob_key, record_key
 from orchestrator.cache.backends import open_backend
-from orchestrator.cache.config import CacheConfig
+from orchestrator.cache.cache_toml import CacheConfig
 from orchestrator.cache.errors import CacheError
 from orchestrator.cache.blob_download import download_blobs
 from orchestrator.cache.transfer import TransferStats

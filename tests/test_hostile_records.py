@@ -25,7 +25,7 @@ from nginx_server import PASSWORD, USER, NginxServer  # noqa: E402
 from orchestrator.cache import substitute  # noqa: E402
 from orchestrator.cache.backend import blob_key, record_key  # noqa: E402
 from orchestrator.cache.backends import open_backend  # noqa: E402
-from orchestrator.cache.config import CacheConfig, Credentials  # noqa: E402
+from orchestrator.cache.cache_toml import CacheConfig, Credentials  # noqa: E402
 from orchestrator.cache.errors import CacheError  # noqa: E402
 from orchestrator.cache.pull import pull  # noqa: E402
 from orchestrator.cache.signing import SecretKey  # noqa: E402

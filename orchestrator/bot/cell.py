@@ -137,7 +137,7 @@ def run_cell(settings: Settings, store: Store, reports: Path, cell: Cell, entry:
         return _failed(result, "smoke", f"`{bad['command']}` exited {bad['exit']}: "
                        f"{tail(bad['output_tail'], 1)}", bad["output_tail"], t0)
     if push:
-        from orchestrator.cache.config import load_config
+        from orchestrator.cache.cache_toml import load_config
         from orchestrator.cache.push import push_many
         from orchestrator.cache.signing import load_signing_key
         try:

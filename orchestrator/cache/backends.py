@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from orchestrator.cache.backend import Backend
-from orchestrator.cache.config import CacheConfig, Credentials
+from orchestrator.cache.cache_toml import CacheConfig, Credentials
 from orchestrator.cache.errors import CacheError
 from orchestrator.cache.file import FileBackend
 

@@ -19,7 +19,7 @@ from typing import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from orchestrator.cache.config import CONFIG_ENV, config_path
+from orchestrator.cache.cache_toml import CONFIG_ENV, config_path
 from orchestrator.errors import UserError
 
 REMOTE_SCHEMES = ("http://", "https://", "file://", "redis://")

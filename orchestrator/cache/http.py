@@ -17,7 +17,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.util.retry import Retry
 
 from orchestrator.cache.backend import CHUNK, RECORD_LIMIT, Body
-from orchestrator.cache.config import CacheConfig, Credentials
+from orchestrator.cache.cache_toml import CacheConfig, Credentials
 from orchestrator.cache.deadline import Deadline, attach_current, blob_deadline
 from orchestrator.cache.errors import CacheError, TransferInterrupted
 

@@ -17,7 +17,7 @@ from rich.markup import escape
 from orchestrator.cache.backend import Backend, record_key
 from orchestrator.cache.backends import open_backend
 from orchestrator.cache.blob_download import download_blobs
-from orchestrator.cache.config import CacheConfig, load_config
+from orchestrator.cache.cache_toml import CacheConfig, load_config
 from orchestrator.cache.errors import CacheError
 from orchestrator.cache.signing import TrustedKeys
 from orchestrator.cache.transfer import TransferStats
@@ -160,7 +160,7 @@ def pull(store: Store, artifact_id: str, config: CacheConfig, urls: list[str] | 
     return None
 
 
-def describe(stats: TransferStats) -> str:
+def transfer_summary(stats: TransferStats) -> str:
     rate = stats.bytes_downloaded / stats.seconds / 1e6 if stats.seconds else 0.0
     return (f"{stats.blobs_downloaded} blobs downloaded ({stats.bytes_downloaded / 1e6:.1f} MB, "
             f"{rate:.1f} MB/s), {stats.files_linked} files hard-linked from the local store "
@@ -187,5 +187,5 @@ def substitute(settings, plan, store: Store) -> Path | None:  # noqa: ANN001 (av
     if got is None:
         return None
     path, url = got
-    console.print(f"substituted {path.name} from {url}: {describe(stats)}")
+    console.print(f"substituted {path.name} from {url}: {transfer_summary(stats)}")
     return path

@@ -12,7 +12,7 @@ from pathlib import Path
 from orchestrator.cache.backend import Backend, record_key
 from orchestrator.cache.backends import open_backend
 from orchestrator.cache.blob_upload import upload_blobs
-from orchestrator.cache.config import CacheConfig
+from orchestrator.cache.cache_toml import CacheConfig
 from orchestrator.cache.errors import CacheError
 from orchestrator.cache.signing import SecretKey
 from orchestrator.cache.transfer import TransferStats

@@ -4,9 +4,9 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.artifact_ref import named_artifact
-from orchestrator.cache.config import load_config
+from orchestrator.cache.cache_toml import load_config
 from orchestrator.cache.errors import CacheError
-from orchestrator.cache.pull import describe, pull
+from orchestrator.cache.pull import pull, transfer_summary
 from orchestrator.cache.transfer import TransferStats
 from orchestrator.console import console
 from orchestrator.errors import UserError
@@ -35,7 +35,7 @@ def cmd_pull(settings: Settings) -> dict[str, Any]:
         raise CacheError(f"no substituter has {name}: "
                          f"{', '.join(config.substituters)}; build it with `doit build`")
     path, url = got
-    console.print(f"pulled {path.name} from {url}: {describe(stats)}")
+    console.print(f"pulled {path.name} from {url}: {transfer_summary(stats)}")
     result = {"path": str(path), "origin": url, "stats": stats.as_dict()}
     emit(settings, result)
     return result

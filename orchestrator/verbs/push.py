@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.artifact_ref import named_artifact
-from orchestrator.cache.config import load_config
+from orchestrator.cache.cache_toml import load_config
 from orchestrator.cache.push import push_many
 from orchestrator.cache.signing import load_signing_key
 from orchestrator.cache.transfer import TransferStats

@@ -18,7 +18,7 @@ from orchestrator.toolchain import ensure_toolchain, verify_toolchain_full
 from orchestrator.verbs.output import print_json
 from orchestrator.verify import verify_artifact
 from orchestrator.verify.report import VerifyReport
-from orchestrator.verify.store_entry import describe, entry_changes
+from orchestrator.verify.store_entry import changes_summary, entry_changes
 from orchestrator.workspace import Workspace
 
 
@@ -60,7 +60,7 @@ def check_store_entry(path: Path) -> None:
     changes = entry_changes(path, Store.read_manifest(path))
     if changes:
         raise CheckFailed(f"store entry {path.name} differs from its manifest: {changes.first()}",
-                          report=describe(changes))
+                          report=changes_summary(changes))
 
 
 def cmd_verify(settings: Settings) -> VerifyReport | None:

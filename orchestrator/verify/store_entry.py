@@ -24,7 +24,7 @@ def entry_changes(path: Path, manifest: Manifest) -> Changes:
                    extra=sorted(set(now) - set(want)))
 
 
-def describe(changes: Changes, limit: int = 20) -> str:
+def changes_summary(changes: Changes, limit: int = 20) -> str:
     """The report: one line per difference (at most `limit` of each kind)."""
     lines = []
     for what, paths in (("changed", changes.changed), ("missing", changes.missing),

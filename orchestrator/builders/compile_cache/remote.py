@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from orchestrator.builders.compile_cache.kind import CompileCache
-from orchestrator.cache.config import Credentials
+from orchestrator.cache.cache_toml import Credentials
 from orchestrator.console import console
 
 
