@@ -40,7 +40,7 @@ VARS: dict[str, Var] = _vars(
     ("keep_going", "bool", "0", "keep building other targets after an error"),
     ("distcc_hosts", "hosts", "(compile-cache.toml)", "distcc hosts, e.g. 'a/4,b/8'; '' for none"),
     ("lock", "name", "(the recipe's)", "one lock, locks/<name>.lock.json (git-sources too)"),
-    ("toolchain", "bool", "0", "verify: re-hash the materialized toolchain against its manifest"),
+    ("toolchain", "bool", "0", "verify: re-hash the materialized toolchain; push/pull: the toolchain"),
     ("keep", "int", "1", "gc: keep the last N generations of every workspace"),
     ("dry_run", "bool", "0", "gc: show what would be deleted and the bytes, delete nothing"),
     ("ccache_max", "size", "(unset)", "gc: trim the compile cache to this size, e.g. 5G"),
@@ -71,7 +71,7 @@ VERBS: dict[str, Verb] = {
     "lock": Verb("Resolve locks/*.toml into locks/*.lock.json (lock=NAME for one).",
                  ("lock", *_WHERE)),
     "toolchain": Verb("Materialize the recipe's lock into <store>/toolchains/<hash>/ (venv + debs).",
-                      ("recipe", "lock", *_WHERE, "format")),
+                      ("recipe", "lock", "substitute", *_WHERE, "format")),
     "build": Verb("Build recipe=NAME variant=NAME into the store (substitute=0 skips caches).",
                   (*_SELECT, *_BUILD, *_WHERE, "format")),
     "verify": Verb("Check the active artifact (or recipe/variant, id=) for ABI, linkage, debug "
@@ -91,10 +91,12 @@ VERBS: dict[str, Verb] = {
                "sources (dry_run=1 shows it).",
                ("keep", "dry_run", "ccache_max", "ccache_evict_older", *_WHERE, "workspace",
                 "format")),
-    "push": Verb("Upload recipe/variant (or id=, or all=1 for the recipe) to the cache, signed.",
-                 (*_SELECT, "id", "all", *_WHERE, "format")),
-    "pull": Verb("Fetch recipe/variant (or id=) from the substituters into the store; never builds.",
-                 (*_SELECT, "id", *_WHERE, "format")),
+    "push": Verb("Upload recipe/variant (or id=, all=1 for the recipe, toolchain=1 for its "
+                 "toolchain) to the cache, signed.",
+                 (*_SELECT, "id", "all", "toolchain", "lock", *_WHERE, "format")),
+    "pull": Verb("Fetch recipe/variant (or id=, or toolchain=1) from the substituters into the "
+                 "store; never builds.",
+                 (*_SELECT, "id", "toolchain", "lock", *_WHERE, "format")),
     "cache-keygen": Verb("Write a cache signing key pair (name=...) outside the repo; print the "
                          "public key.", ("name", *_WHERE, "format")),
     "vscode": Verb("Write .vscode/ (lldb-14, gdb, debugpy), CMakePresets.json, .lldbinit/.gdbinit "

@@ -12,6 +12,7 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from orchestrator import debugger_env, tree_manifest
 from orchestrator.console import console, step
@@ -27,6 +28,9 @@ TOOLCHAIN_JSON = "toolchain.json"
 FILES_MANIFEST = "toolchain-files.json"
 # What a build may see of the machine: the toolchain first, then the base system.
 BASE_PATH = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+# (store, lock, final dir) -> a line saying where it came from, or None: build it here.
+# Given by a higher layer (cache.toolchain_hook); it must leave nothing at `final` on None.
+Substituter = Callable[[Store, Lock, Path], str | None]
 
 
 @dataclass
@@ -244,8 +248,9 @@ def probe_torch(python: Path) -> dict[str, object] | None:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-def ensure_toolchain(store: Store, lock: Lock) -> Toolchain:
-    """Return the materialized toolchain for this lock, creating it once."""
+def ensure_toolchain(store: Store, lock: Lock, substituter: Substituter | None = None) -> Toolchain:
+    """Return the materialized toolchain for this lock, creating it once: from `substituter`
+    (a teammate's signed copy) when it can deliver, else from the locked wheels and debs."""
     py = lock.entries.get("python")
     if not isinstance(py, PythonEntry):
         raise UserError(f"lock {lock.name!r} has no python entry; run `doit lock`")
@@ -260,6 +265,10 @@ def ensure_toolchain(store: Store, lock: Lock) -> Toolchain:
             check_toolchain(final)
             return Toolchain(final, lock)
         store.clean_stale()
+        if substituter is not None and (origin := substituter(store, lock, final)) is not None:
+            check_toolchain(final)
+            console.print(origin)
+            return Toolchain(final, lock)
         tmp = temp_in(store.toolchains_dir, final.name)
         tmp.mkdir()
         try:

@@ -10,8 +10,9 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from rich.markup import escape
 
 from orchestrator.cache.backend import Backend, record_key
@@ -23,8 +24,11 @@ from orchestrator.cache.signing import TrustedKeys
 from orchestrator.cache.transfer import TransferStats
 from orchestrator.console import console
 from orchestrator.model.cache_record import CacheRecord
+from orchestrator.model.manifest import FileEntry
 from orchestrator.model.user_file import MAX_DEPTH, depth_ok
 from orchestrator.store import Store
+
+M = TypeVar("M", bound=BaseModel)
 
 
 def fetch_record(backend: Backend, artifact_id: str, trusted: TrustedKeys) -> CacheRecord | None:
@@ -34,6 +38,19 @@ def fetch_record(backend: Backend, artifact_id: str, trusted: TrustedKeys) -> Ca
     if raw is None:
         return None
     where = f"{backend.url}{key}"
+    record, signer = parse_signed(raw, where, trusted, CacheRecord)
+    if record.id != artifact_id:
+        raise CacheError(f"refused {where}: it describes {record.id}, not {artifact_id}")
+    before = record.manifest.origin
+    built = before.get("built", {}) if before.get("kind") == "substituted" else before
+    record.manifest.origin = {"kind": "substituted", "url": backend.url, "signed_by": signer,
+                              "built": built}
+    return record
+
+
+def parse_signed(raw: bytes, where: str, trusted: TrustedKeys, model: type[M]) -> tuple[M, str]:
+    """A record's bytes → (validated model, signer), checked in this order: JSON object,
+    nesting depth, signature by a trusted key, then the model's own checks. CacheError else."""
     try:
         doc = json.loads(raw)
     except (ValueError, RecursionError):
@@ -44,24 +61,18 @@ def fetch_record(backend: Backend, artifact_id: str, trusted: TrustedKeys) -> Ca
         raise CacheError(f"refused {where}: nested deeper than {MAX_DEPTH} levels")
     signer = trusted.verify(doc, where)
     try:
-        record = CacheRecord.model_validate(doc)
+        return model.model_validate(doc), signer
     except ValidationError as e:
         err = e.errors()[0]
         loc = ".".join(str(x) for x in err["loc"])
         msg = str(err["msg"]).removeprefix("Value error, ")
         raise CacheError(f"refused {where}: {msg}" + (f" (at {loc})" if loc else "")) from None
-    if record.id != artifact_id:
-        raise CacheError(f"refused {where}: it describes {record.id}, not {artifact_id}")
-    before = record.manifest.origin
-    built = before.get("built", {}) if before.get("kind") == "substituted" else before
-    record.manifest.origin = {"kind": "substituted", "url": backend.url, "signed_by": signer,
-                              "built": built}
-    return record
 
 
-def _assemble(record: CacheRecord, store: Store, backend: Backend, stage: Path, jobs: int,
-              stats: TransferStats) -> None:
-    """Fill `stage` with the record's files: local hard links where possible, else download.
+def assemble(files: list[FileEntry], label: str, store: Store, backend: Backend, stage: Path,
+             jobs: int, stats: TransferStats) -> None:
+    """Fill `stage` with these (validated) files: local hard links where possible, else
+    download (artifact records and toolchain records alike).
 
     Each distinct content is obtained once; further files with it are linked (or copied when
     their exec bit differs). Pool files are linked as they are (already read-only).
@@ -70,7 +81,7 @@ def _assemble(record: CacheRecord, store: Store, backend: Backend, stage: Path, 
     fresh: list[tuple[Path, bool]] = []
     seen: dict[str, Path] = {}
     again: list[tuple[Path, Path, bool]] = []
-    for f in record.manifest.files:
+    for f in files:
         dest = stage / f.path
         dest.parent.mkdir(parents=True, exist_ok=True)
         if f.kind != "file":
@@ -92,7 +103,7 @@ def _assemble(record: CacheRecord, store: Store, backend: Backend, stage: Path, 
             fresh.append((dest, exe))
             continue
         stats.add(files_linked=1, bytes_linked=f.size)
-    download_blobs(backend, wanted, jobs, f"pull {record.name[:12]}", stats)
+    download_blobs(backend, wanted, jobs, label, stats)
     for dest, exe in fresh:
         os.chmod(dest, 0o755 if exe else 0o644)
     for src, dest, exe in again:
@@ -101,7 +112,7 @@ def _assemble(record: CacheRecord, store: Store, backend: Backend, stage: Path, 
         else:
             shutil.copyfile(src, dest)
             os.chmod(dest, 0o755 if exe else 0o644)
-    for f in record.manifest.files:
+    for f in files:
         if f.kind == "symlink":
             os.symlink(f.target or "", stage / f.path)
 
@@ -116,7 +127,8 @@ def pull_record(record: CacheRecord, store: Store, backend: Backend, jobs: int,
         if (found := store.find(record.id)) is not None:
             return found
         with store.staging(record.name) as stage:
-            _assemble(record, store, backend, stage, jobs, stats)
+            assemble(record.manifest.files, f"pull {record.name[:12]}", store, backend, stage,
+                     jobs, stats)
             path = store.commit(stage, record.manifest)
     stats.seconds = time.monotonic() - start
     return path

@@ -42,7 +42,7 @@ class Summary(BaseModel):
     blobs: int
 
 
-def path_problem(path: str) -> str | None:
+def path_problem(path: str, reserved: str = MANIFEST_NAME) -> str | None:
     """Why a manifest path is unsafe to create below the artifact dir, or None."""
     if not path or "\0" in path:
         return "empty path or NUL byte"
@@ -60,8 +60,8 @@ def path_problem(path: str) -> str | None:
         return "path contains '..'"
     if any(p in ("", ".") for p in parts) or posixpath.normpath(path) != path:
         return "path is not normalized"
-    if path == MANIFEST_NAME:
-        return "path would overwrite manifest.json"
+    if path == reserved:
+        return f"path would overwrite {reserved}"
     return None
 
 
@@ -119,14 +119,19 @@ def names_problem(manifest: Manifest) -> str | None:
 
 def manifest_problem(manifest: Manifest) -> str | None:
     """First reason the manifest's names or file list are unsafe to materialize, or None."""
-    bad_names = names_problem(manifest)
-    if bad_names:
-        return bad_names
+    return names_problem(manifest) or files_problem(manifest.files)
+
+
+def files_problem(entries: list[FileEntry], outside_ok: frozenset[str] = frozenset(),
+                  reserved: str = MANIFEST_NAME) -> str | None:
+    """First reason a file list is unsafe to create below one directory, or None.
+    `outside_ok`: symlink paths whose (absolute) target a caller checks itself."""
     seen: set[str] = set()
-    files = {f.path for f in manifest.files if f.kind == "file"}
-    links = {f.path: f.target or "" for f in manifest.files if f.kind == "symlink"}
-    for f in manifest.files:
-        bad = path_problem(f.path)
+    files = {f.path for f in entries if f.kind == "file"}
+    links = {f.path: f.target or "" for f in entries if f.kind == "symlink"}
+    inside = {p: t for p, t in links.items() if p not in outside_ok}  # followed by escapes()
+    for f in entries:
+        bad = path_problem(f.path, reserved)
         if bad:
             return f"{bad}: {f.path!r}"
         if f.path in seen:
@@ -144,7 +149,9 @@ def manifest_problem(manifest: Manifest) -> str | None:
                 return f"file entry {f.path!r} needs a sha256, a size and no target"
         elif (bad_target := target_problem(f.target)) is not None:
             return f"symlink {f.path!r}: {bad_target}"
-        elif f.target is None or escapes(f.path, f.target, links):
+        elif f.path in outside_ok:
+            continue
+        elif f.target is None or escapes(f.path, f.target, inside):
             return f"symlink {f.path!r} -> {f.target!r} escapes the artifact"
     return None
 

@@ -6,15 +6,18 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.artifact_ref import named_artifact
-from orchestrator.cache.cache_toml import load_config
+from orchestrator.cache.cache_toml import CacheConfig, load_config
 from orchestrator.cache.push import push_many
-from orchestrator.cache.signing import load_signing_key
+from orchestrator.cache.signing import SecretKey, load_signing_key
 from orchestrator.cache.transfer import TransferStats
 from orchestrator.console import console
 from orchestrator.errors import UserError
+from orchestrator.lock.files import load_lock
 from orchestrator.settings import Settings
 from orchestrator.store import Store
+from orchestrator.toolchain import TOOLCHAIN_JSON, toolchain_hash
 from orchestrator.verbs.output import emit
+from orchestrator.verbs.toolchain import toolchain_lock_name
 
 
 def chosen_artifacts(settings: Settings, store: Store) -> list[Path]:
@@ -33,9 +36,12 @@ def chosen_artifacts(settings: Settings, store: Store) -> list[Path]:
 
 
 def cmd_push(settings: Settings) -> dict[str, Any]:
-    """Upload one artifact (recipe+variant or id=) or all=1 artifacts of a recipe."""
+    """Upload one artifact (recipe+variant or id=), all=1 artifacts of a recipe, or
+    toolchain=1: the materialized toolchain of the recipe's lock (or lock=)."""
     key = load_signing_key()
     config = load_config(settings.repo_root)
+    if settings.flag("toolchain"):
+        return push_toolchain_verb(settings, config, key)
     artifacts = chosen_artifacts(settings, Store(settings.store_root))
     stats = TransferStats()
     records = push_many(artifacts, config, key, stats=stats)
@@ -45,5 +51,26 @@ def cmd_push(settings: Settings) -> dict[str, Any]:
     console.print(f"{stats.blobs_uploaded} blobs uploaded ({stats.bytes_uploaded / 1e6:.1f} MB), "
                   f"{stats.blobs_present} already in the cache")
     result = {"pushed": [r.name for r in records], "url": target, "stats": stats.as_dict()}
+    emit(settings, result)
+    return result
+
+
+def push_toolchain_verb(settings: Settings, config: CacheConfig, key: SecretKey) -> dict[str, Any]:
+    from orchestrator.cache.toolchain_push import push_toolchain  # only for toolchain=1
+
+    name = toolchain_lock_name(settings)
+    lock = load_lock(settings.locks_dir, name)
+    root = Store(settings.store_root).toolchains_dir / toolchain_hash(lock)
+    if not (root / TOOLCHAIN_JSON).is_file():
+        raise UserError(f"the toolchain of lock {name} is not in {root.parent}; run "
+                        f"`doit toolchain lock={name}` first")
+    stats = TransferStats()
+    record = push_toolchain(root, lock, config, key, stats=stats)
+    target = config.push_url
+    console.print(f"pushed toolchain {record.hash} (lock {name}, {record.summary.files} files, "
+                  f"{len(record.relocate)} to relocate) to {target} (signed by {key.name})")
+    console.print(f"{stats.blobs_uploaded} blobs uploaded ({stats.bytes_uploaded / 1e6:.1f} MB), "
+                  f"{stats.blobs_present} already in the cache")
+    result = {"pushed": [f"toolchain-{record.hash}"], "url": target, "stats": stats.as_dict()}
     emit(settings, result)
     return result
