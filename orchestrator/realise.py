@@ -11,6 +11,7 @@ from orchestrator.build_step import run_builder
 from orchestrator.builders.compile_cache import launcher
 from orchestrator.builders.context import build_dir_key
 from orchestrator.builders.process import BuildFailed
+from orchestrator.cache.toolchain_hook import toolchain_substituter  # light: see its docstring
 from orchestrator.console import console, phase, print_phase
 from orchestrator.errors import CheckFailed
 from orchestrator.fs import remove_tree, write_atomic
@@ -122,7 +123,7 @@ def realise(settings: Settings, store: Store, recipe: str | None = None,
     if (found := store.find(plan.artifact_id)) is not None:
         reverify_if_rules_changed(settings, store, plan, found)
         return again(settings, store, Realised(found, plan, "present", store))
-    toolchain = ensure_toolchain(store, plan.lock)
+    toolchain = ensure_toolchain(store, plan.lock, toolchain_substituter(settings))
     if settings.substitute:
         from orchestrator.cache import substitute  # here: the cache's imports cost every start
 
