@@ -9,12 +9,12 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from rich.console import Console
-from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn,
-                           TimeElapsedColumn, TimeRemainingColumn, TransferSpeedColumn)
-from rich.table import Column
+
+if TYPE_CHECKING:  # rich.progress is imported where a bar is drawn: every start would pay it
+    from rich.progress import Progress
 
 console = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -56,6 +56,10 @@ def build_progress(title: str, on: Console | None = None) -> Progress | None:
     on = on or console
     if not on.is_terminal:
         return None
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeElapsedColumn)
+    from rich.table import Column
+
     return Progress(
         TextColumn(f"[bold]{clip_end(title, PHASE_WIDTH)}",
                    table_column=Column(width=PHASE_WIDTH, no_wrap=True)),
@@ -74,6 +78,9 @@ class ByteProgress:
     `label` may hold rich markup; `total` None when the size is not known."""
 
     def __init__(self, label: str, total: int | None) -> None:
+        from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn,
+                                   TimeRemainingColumn, TransferSpeedColumn)
+
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
                                  TransferSpeedColumn(), TimeRemainingColumn(),
                                  console=console, transient=True,

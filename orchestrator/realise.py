@@ -6,11 +6,9 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from orchestrator.build_step import run_builder
 from orchestrator.builders.compile_cache import launcher
-from orchestrator.builders.context import build_dir_key
-from orchestrator.builders.process import BuildFailed
 from orchestrator.cache.toolchain_hook import toolchain_substituter  # light: see its docstring
 from orchestrator.console import console, phase, print_phase
 from orchestrator.errors import CheckFailed
@@ -18,11 +16,16 @@ from orchestrator.fs import remove_tree, write_atomic
 from orchestrator.hashing import pretty_json
 from orchestrator.model.manifest import Manifest
 from orchestrator.plan import Plan, make_plan
-from orchestrator.rebuild_check import rebuild_and_compare
 from orchestrator.reverify import reverify_if_rules_changed, rules_digest
 from orchestrator.settings import Settings
 from orchestrator.store import Store
 from orchestrator.toolchain import Toolchain, ensure_toolchain
+
+if TYPE_CHECKING:
+    from orchestrator.builders.process import BuildFailed
+
+# The builders, build_step and rebuild_check are imported where a build runs: a present
+# artifact (the no-op build, switch) never pays for them.
 
 
 @dataclass
@@ -69,7 +72,9 @@ def run_verify(stage: Path, plan: Plan, toolchain: Toolchain,
 
     report = verify_artifact(stage, plan, toolchain)
     report.forced = settings.commit_failed and not report.ok
-    write_atomic(stage / "meta" / "verify.json", pretty_json(report.to_json()))
+    # Not fsynced: like every staged file it becomes durable with the commit's manifest.json
+    # (an fsync here cost 0.1-0.5 s of an incremental build on a busy disk).
+    write_atomic(stage / "meta" / "verify.json", pretty_json(report.to_json()), durable=False)
     if not report.ok:
         console.print(report.render(), markup=False)
     summary = {**report.summary(), "rules": rules_digest(plan)}
@@ -77,6 +82,10 @@ def run_verify(stage: Path, plan: Plan, toolchain: Toolchain,
 
 
 def build(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain) -> Path:
+    from orchestrator.build_step import run_builder
+    from orchestrator.builders.context import build_dir_key
+    from orchestrator.builders.process import BuildFailed
+
     build_dir = store.build_dir / build_dir_key(plan, toolchain)
     with store.lock(f"build-{build_dir.name}"):
         if (found := store.find(plan.artifact_id)) is not None:
@@ -125,7 +134,7 @@ def realise(settings: Settings, store: Store, recipe: str | None = None,
         return again(settings, store, Realised(found, plan, "present", store))
     toolchain = ensure_toolchain(store, plan.lock, toolchain_substituter(settings))
     if settings.substitute:
-        from orchestrator.cache import substitute  # here: the cache's imports cost every start
+        from orchestrator.cache.pull import substitute  # here: the cache's imports cost every start
 
         pulled = substitute(settings, plan, store)
         if pulled is not None:
@@ -142,5 +151,7 @@ def again(settings: Settings, store: Store, r: Realised) -> Realised:
     entry is never touched); check=1 raises CheckFailed when anything differs."""
     if not (settings.check or (settings.rebuild and r.origin != "built")):
         return r  # rebuild=1 of an artifact just built: that was the build
+    from orchestrator.rebuild_check import rebuild_and_compare
+
     r.comparison = rebuild_and_compare(settings, store, r.plan, r.path, r.toolchain)
     return r

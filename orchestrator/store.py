@@ -12,14 +12,15 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
-
-from filelock import FileLock
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from orchestrator.fs import (fsync_dir, is_stale_temp, make_writable, remove_tree, temp_in,
                              temp_sibling, write_atomic)
 from orchestrator.hashing import pretty_json
 from orchestrator.model.manifest import MANIFEST_NAME, Manifest
+
+if TYPE_CHECKING:  # filelock (asyncio with it) is imported when a lock is taken
+    from filelock import FileLock
 
 ARTIFACT_RE = re.compile(r"^(?P<id>[0-9a-f]{40})-(?P<recipe>[a-z0-9][a-z0-9_.-]*?)-(?P<variant>[a-z0-9][a-z0-9_.-]*)$")
 
@@ -73,6 +74,8 @@ class Store:
 
     def lock(self, name: str, timeout: float = -1) -> FileLock:
         self.locks_dir.mkdir(parents=True, exist_ok=True)
+        from filelock import FileLock
+
         return FileLock(str(self.locks_dir / f"{name}.lock"), timeout=timeout)
 
     # -- staging --------------------------------------------------------------------------
