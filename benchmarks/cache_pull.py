@@ -13,6 +13,7 @@ Goal: pull throughput >= 0.9 of the best baseline. Needs nginx, curl and zstd on
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -187,6 +188,9 @@ def main() -> int:
         print(f"\none-file delta pull: {delta.bytes_downloaded / 1e3:.1f} kB over the wire "
               f"({delta.blobs_downloaded} blob), {delta.files_linked} files hard-linked locally; "
               f"artifact {size / 1e6:.0f} MB -> {delta.bytes_downloaded / size:.6%} moved")
+        print(json.dumps({"pull_s": med(ours), "curl_seq_s": med(seq), "curl_par_s": med(par),
+                          "files": len(manifest.files), "mb": size / 1e6,
+                          "ratio_seq": ratio_seq, "ratio_best": ratio_best}))
         return 0
     finally:
         server.stop()

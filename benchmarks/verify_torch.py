@@ -115,6 +115,9 @@ def main() -> None:
                   f"no slower than nm -D: {'yes' if med['verify'][0] <= nm_s else 'NO'} (process), "
                   f"{'yes' if statistics.median(inner) <= nm_s else 'NO'} (verify_tree); "
                   f"peak RSS {med['verify'][1]:.0f} MiB vs largest file {biggest.stat().st_size / 2**20:.0f} MiB")
+    print(json.dumps({"verify_s": med["verify"][0], "verify_tree_s": statistics.median(inner),
+                      "imports_s": statistics.median(imports), "nm_s": nm_s,
+                      "ldd_s": med["ldd"][0], "verify_rss_mib": med["verify"][1], "ok": info["ok"]}))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,184 @@
+"""All benchmarks (issue 12) in one run, printed as ONE table: a row per measure, its baseline
+measured in the same run, and the ratio. Not a test: nothing here asserts a time.
+
+Each script runs as its own process and ends with one JSON line, read here (time_to_breakpoint
+prints text, parsed here). A row whose script cannot run says why instead of a number.
+
+    .venv/bin/python benchmarks/all.py [--quick] [--repeat 3] [--big-gb 1] [--torch DIR]
+
+--quick skips the slow ones (time_to_breakpoint, cache_pull).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable
+
+from rich.console import Console
+from rich.table import Table
+
+REPO = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+Row = tuple[str, str, str, str, str]  # measure, value, baseline, ratio, goal
+
+
+def run_script(name: str, *args: str, timeout: float = 3600) -> tuple[str | None, str]:
+    """(stdout, "") of benchmarks/<name> run to its end, or (None, why it failed)."""
+    try:
+        proc = subprocess.run([sys.executable, str(HERE / name), *args], cwd=REPO,
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, f"{name}: no result after {timeout:.0f} s"
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no output)"]
+        return None, f"{name} exit {proc.returncode}: {tail[0][:100]}"
+    return proc.stdout, ""
+
+
+def last_json(out: str) -> dict:
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def median_of(fn: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def ln_rename_s(repeat: int) -> float:
+    """The switch baseline: `ln -sfn` to a temp name, then rename over the profile link."""
+    with tempfile.TemporaryDirectory(prefix="orch-bench-ln-") as d:
+        a, b, link = Path(d, "a"), Path(d, "b"), Path(d, "profile")
+        a.mkdir()
+        b.mkdir()
+        targets = iter([a, b] * repeat)
+
+        def flip() -> None:
+            subprocess.run(["ln", "-sfn", str(next(targets)), f"{link}.tmp"], check=True)
+            os.rename(f"{link}.tmp", link)
+
+        return median_of(flip, repeat)
+
+
+def python_doit_s(repeat: int) -> float:
+    """Python start-up + importing doit: what any `doit` command pays before our code runs."""
+    return median_of(lambda: subprocess.run([sys.executable, "-c", "import doit.doit_cmd"],
+                                            check=True), repeat)
+
+
+def row(measure: str, value: float, base: float, goal: str, unit: str = "s",
+        extra: str = "") -> Row:
+    return (measure, f"{value:.3f} {unit}", f"{base:.3f} {unit}",
+            f"{value / base:.2f}{extra}" if base else "-", goal)
+
+
+def skipped(measure: str, why: str) -> Row:
+    return (measure, "skipped", "-", "-", why)
+
+
+def spine_rows(args: argparse.Namespace) -> list[Row]:
+    out, why = run_script("spine.py", "--big-gb", str(args.big_gb), "--repeat", str(args.repeat))
+    if out is None:
+        return [skipped("spine (no-op build, switch, edit one .cpp)", why)]
+    d = last_json(out)
+    ln = ln_rename_s(max(args.repeat, 5))
+    py = python_doit_s(args.repeat)
+    extra = d["edit_doit_s"] - d["edit_ninja_s"]
+    return [
+        row("no-op `doit build` vs `doit list`", d["noop_build_s"], d["list_s"], "build <= 0.3 s"),
+        row("no-op `doit build` vs python + import doit", d["noop_build_s"], py, "build <= 0.3 s"),
+        row("`doit switch` (small) vs `ln -sfn` + rename", d["switch_small_s"], ln, "switch <= 0.2 s"),
+        row(f"`doit switch`: {args.big_gb:g} GB artifact vs small", d["switch_big_s"],
+            d["switch_small_s"], "ratio ~ 1"),
+        row("edit 1 .cpp: `doit build` vs `ninja` alone", d["edit_doit_s"], d["edit_ninja_s"],
+            "+ <= 0.3 s", extra=f" (+{extra:.2f} s)"),
+        row("edit 1 .cpp: MB the commit wrote vs artifact MB", d["commit_new_mb"], d["artifact_mb"],
+            "only changed files", unit="MB"),
+    ]
+
+
+def find_torch(explicit: str | None) -> Path | None:
+    """--torch, else the torch package of a materialized toolchain (torchext recipe's lock)."""
+    if explicit:
+        return Path(explicit)
+    stores = [Path(os.environ["ORCH_STORE"])] if os.environ.get("ORCH_STORE") else []
+    stores.append(REPO / "artifacts")
+    for store in stores:
+        for d in sorted(store.glob("toolchains/*/venv/lib/python3.*/site-packages/torch")):
+            if (d / "lib" / "libtorch_cpu.so").is_file():
+                return d
+    return None
+
+
+def verify_rows(args: argparse.Namespace) -> list[Row]:
+    measure = "`doit verify` process on torch lib/ vs `nm -D --defined-only`"
+    torch = find_torch(args.torch)
+    if torch is None:
+        return [skipped(measure, "no materialized torch toolchain; pass --torch DIR")]
+    out, why = run_script("verify_torch.py", "--torch", str(torch), "--repeat", str(args.repeat))
+    if out is None:
+        return [skipped(measure, why)]
+    d = last_json(out)
+    return [row(measure, d["verify_s"], d["nm_s"], "<= 1.5x"),
+            row("  of which verify_tree itself vs nm -D", d["verify_tree_s"], d["nm_s"], "")]
+
+
+def pull_rows(args: argparse.Namespace) -> list[Row]:
+    measure = "pull of torch lib/ artifact vs `curl | zstd -d`, one blob at a time"
+    out, why = run_script("cache_pull.py", "--rounds", str(args.repeat))
+    if out is None:
+        return [skipped(measure, why)]
+    d = last_json(out)
+    # The goal is on throughput (pull / baseline MB/s): the ratio column is baseline s / pull s.
+    return [(f"pull of {d['files']} files, {d['mb']:.0f} MB vs `curl | zstd -d`",
+             f"{d['pull_s']:.2f} s", f"{d['curl_seq_s']:.2f} s",
+             f"{d['ratio_seq']:.2f} (throughput)", ">= 0.8")]
+
+
+def breakpoint_rows(args: argparse.Namespace) -> list[Row]:
+    measure = "first breakpoint, fresh clone + cached artifact: cold vs warm"
+    out, why = run_script("time_to_breakpoint.py")
+    if out is None:
+        return [skipped(measure, why)]
+    cold = re.search(r"^cold total\s+([\d.]+)", out, re.M)
+    warm = re.search(r"^baseline: warm[^\d]*([\d.]+)", out, re.M)
+    if not (cold and warm):
+        return [skipped(measure, "time_to_breakpoint.py printed no cold/warm totals")]
+    return [row(measure, float(cold[1]), float(warm[1]), "cold <= 15 s")]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="skip time_to_breakpoint and cache_pull")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--big-gb", type=float, default=1.0, help="size of spine's big artifact")
+    ap.add_argument("--torch", help="torch package directory for verify_torch.py")
+    args = ap.parse_args()
+    parts = [spine_rows, verify_rows]
+    if not args.quick:
+        parts += [pull_rows, breakpoint_rows]
+    rows = [r for part in parts for r in part(args)]
+    load = os.getloadavg()[0]
+    table = Table(title=f"benchmarks (median of {args.repeat}; baselines measured in this run; "
+                        f"{os.cpu_count()} cores, load {load:.1f})")
+    for col in ("measure", "value", "baseline", "ratio", "goal"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(*r)
+    Console(width=160).print(table)
+    print(json.dumps([dict(zip(("measure", "value", "baseline", "ratio", "goal"), r)) for r in rows]))
+
+
+if __name__ == "__main__":
+    main()
