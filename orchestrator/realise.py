@@ -55,7 +55,7 @@ def keep_failed_build(store: Store, plan: Plan, stage: Path, build_dir: Path,
     remove_tree(keep)
     os.rename(stage, keep)
     msg = str(err).replace(str(stage), str(keep))
-    return BuildFailed(f"{msg}; the build tree is kept in {build_dir}", report=err.report)
+    return type(err)(f"{msg}; the build tree is kept in {build_dir}", report=err.report)
 
 
 def failed_dir(store: Store, plan: Plan) -> Path:

@@ -201,3 +201,45 @@ def test_no_module_over_350_lines() -> None:
     long = {str(p.relative_to(PACKAGE.parent)): n for p in PACKAGE.rglob("*.py")
             if (n := len(p.read_text().splitlines())) > 350}
     assert not long, f"modules over 350 lines (split them by concern): {long}"
+
+
+def runtime_uses_of_type_checking_names(path: Path) -> list[str]:
+    """Names imported only under `if TYPE_CHECKING:` but used at run time (outside
+    annotations, in a function without its own import of them): a NameError waiting for the
+    path that reaches them."""
+    tree = ast.parse(path.read_text(), str(path))
+    typing_only: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for n in ast.walk(node):
+                if isinstance(n, (ast.Import, ast.ImportFrom)):
+                    typing_only |= {(a.asname or a.name).split(".")[0] for a in n.names}
+    if not typing_only:
+        return []
+    in_annotation = {id(x) for n in ast.walk(tree) for attr in ("annotation", "returns")
+                     if getattr(n, attr, None) is not None for x in ast.walk(getattr(n, attr))}
+    found: list[str] = []
+
+    def visit(scope: ast.AST, imported_here: set[str]) -> None:
+        for n in ast.iter_child_nodes(scope):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                local = {(a.asname or a.name).split(".")[0] for m in ast.walk(n)
+                         if isinstance(m, (ast.Import, ast.ImportFrom)) for a in m.names}
+                visit(n, imported_here | local)
+            elif scope is tree and isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test):
+                continue
+            else:
+                if (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in typing_only
+                        and id(n) not in in_annotation and n.id not in imported_here):
+                    found.append(f"{path.relative_to(PACKAGE.parent)}:{n.lineno}: {n.id}")
+                visit(n, imported_here)
+
+    visit(tree, set())
+    return found
+
+
+def test_names_imported_for_typing_only_are_not_used_at_run_time() -> None:
+    """Lazy imports keep start-up short (issue 12); a name moved under TYPE_CHECKING must not
+    still be called (it was: a failed build raised NameError instead of its message)."""
+    found = [f for p in sorted(PACKAGE.rglob("*.py")) for f in runtime_uses_of_type_checking_names(p)]
+    assert not found, "imported only under TYPE_CHECKING but used at run time:\n" + "\n".join(found)
