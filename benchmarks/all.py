@@ -22,6 +22,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from verify_torch import find_torch  # noqa: E402  (one lookup of the toolchain's torch)
+
 from rich.console import Console
 from rich.table import Table
 
@@ -106,19 +109,6 @@ def spine_rows(args: argparse.Namespace) -> list[Row]:
         row("edit 1 .cpp: MB the commit wrote vs artifact MB", d["commit_new_mb"], d["artifact_mb"],
             "only changed files", unit="MB"),
     ]
-
-
-def find_torch(explicit: str | None) -> Path | None:
-    """--torch, else the torch package of a materialized toolchain (torchext recipe's lock)."""
-    if explicit:
-        return Path(explicit)
-    stores = [Path(os.environ["ORCH_STORE"])] if os.environ.get("ORCH_STORE") else []
-    stores.append(REPO / "artifacts")
-    for store in stores:
-        for d in sorted(store.glob("toolchains/*/venv/lib/python3.*/site-packages/torch")):
-            if (d / "lib" / "libtorch_cpu.so").is_file():
-                return d
-    return None
 
 
 def verify_rows(args: argparse.Namespace) -> list[Row]:

@@ -41,8 +41,8 @@ print(json.dumps({"ok": r.ok, "verify_s": t2 - t1, "imports_s": t1 - t0,
 """
 
 
-def find_torch(explicit: str | None) -> Path:
-    """The torch package of the locked toolchain (or --torch)."""
+def find_torch(explicit: str | None) -> Path | None:
+    """The torch package of a materialized toolchain (or --torch); None when there is none."""
     if explicit:
         return Path(explicit)
     stores = [Path(os.environ["ORCH_STORE"])] if os.environ.get("ORCH_STORE") else []
@@ -51,7 +51,7 @@ def find_torch(explicit: str | None) -> Path:
         for d in sorted(store.glob("toolchains/*/venv/lib/python3.*/site-packages/torch")):
             if (d / "lib" / "libtorch_cpu.so").is_file():
                 return d
-    sys.exit("no materialized toolchain with torch found; run `doit toolchain` or pass --torch DIR")
+    return None
 
 
 def measure(cmd: list[str], **kw) -> tuple[float, float, str]:
@@ -74,6 +74,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     torch_dir = find_torch(args.torch)
+    if torch_dir is None:
+        sys.exit("no materialized toolchain with torch found; run `doit toolchain` or pass --torch DIR")
     files = sorted(p for p in (torch_dir / "lib").glob("*.so*") if p.is_file() and not p.is_symlink())
     ext = sorted(torch_dir.glob("_C.cpython-*.so"))
     roots = [*files, *ext]
