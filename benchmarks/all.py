@@ -14,15 +14,13 @@ import argparse
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import median_time  # noqa: E402
 from verify_torch import find_torch  # noqa: E402  (one lookup of the toolchain's torch)
 
 from rich.console import Console
@@ -50,15 +48,6 @@ def last_json(out: str) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def median_of(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
 def ln_rename_s(repeat: int) -> float:
     """The switch baseline: `ln -sfn` to a temp name, then rename over the profile link."""
     with tempfile.TemporaryDirectory(prefix="orch-bench-ln-") as d:
@@ -71,12 +60,12 @@ def ln_rename_s(repeat: int) -> float:
             subprocess.run(["ln", "-sfn", str(next(targets)), f"{link}.tmp"], check=True)
             os.rename(f"{link}.tmp", link)
 
-        return median_of(flip, repeat)
+        return median_time(flip, repeat)
 
 
 def python_doit_s(repeat: int) -> float:
     """Python start-up + importing doit: what any `doit` command pays before our code runs."""
-    return median_of(lambda: subprocess.run([sys.executable, "-c", "import doit.doit_cmd"],
+    return median_time(lambda: subprocess.run([sys.executable, "-c", "import doit.doit_cmd"],
                                             check=True), repeat)
 
 

@@ -10,7 +10,7 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import TypeVar
+from typing import Callable, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from rich.markup import escape
@@ -27,6 +27,8 @@ from orchestrator.model.cache_record import CacheRecord
 from orchestrator.model.manifest import FileEntry
 from orchestrator.model.user_file import MAX_DEPTH, depth_ok
 from orchestrator.store import Store
+
+T = TypeVar("T")
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -134,32 +136,22 @@ def pull_record(record: CacheRecord, store: Store, backend: Backend, jobs: int,
     return path
 
 
-def pull(store: Store, artifact_id: str, config: CacheConfig, urls: list[str] | None = None,
-         stats: TransferStats | None = None, quiet_misses: bool = False) -> tuple[Path, str] | None:
-    """Try each substituter in order; return (store path, url) from the first that has it.
-
-    Raises CacheError for the first refusal when no substituter could deliver, so a user
-    running `doit pull` learns why; `substitute` below turns that into a warning.
-    """
-    trusted = config.trusted()
-    stats = stats if stats is not None else TransferStats()
+def first_delivering(urls: list[str], config: CacheConfig,
+                     attempt: Callable[[str, Backend], T | None]) -> tuple[T, str] | None:
+    """(attempt's result, url) from the first substituter whose attempt delivers (None: that
+    one has nothing). A refusal (CacheError) is held back and raised when no substituter
+    delivered, so the user learns why; later refusals, or the first one once another
+    delivered, are printed as warnings."""
     first_error: CacheError | None = None
-    for url in urls if urls is not None else config.substituters:
+    for url in urls:
         backend = open_backend(url, config)
         try:
-            record = fetch_record(backend, artifact_id, trusted)
-            if record is None:
-                if not quiet_misses:
-                    console.print(f"[dim]{url}: no artifact {artifact_id}[/]")
+            got = attempt(url, backend)
+            if got is None:
                 continue
-            try:
-                path = pull_record(record, store, backend, config.jobs, stats)
-            except OSError as e:  # a name or size the local filesystem refuses
-                raise CacheError(f"refused {url}{record_key(artifact_id)}: cannot materialize "
-                                 f"it here ({e.strerror or e})") from None
             if first_error is not None:  # held back in case it became the error; say it now
                 console.print(f"[yellow]warning:[/] {escape(str(first_error))}", soft_wrap=True)
-            return path, url
+            return got, url
         except CacheError as e:
             if first_error is None:
                 first_error = e  # raised below: printed once, by whoever reports it
@@ -170,6 +162,31 @@ def pull(store: Store, artifact_id: str, config: CacheConfig, urls: list[str] | 
     if first_error is not None:
         raise first_error
     return None
+
+
+def pull(store: Store, artifact_id: str, config: CacheConfig, urls: list[str] | None = None,
+         stats: TransferStats | None = None, quiet_misses: bool = False) -> tuple[Path, str] | None:
+    """Try each substituter in order; return (store path, url) from the first that has it.
+
+    Raises CacheError for the first refusal when no substituter could deliver, so a user
+    running `doit pull` learns why; `substitute` below turns that into a warning.
+    """
+    trusted = config.trusted()
+    stats = stats if stats is not None else TransferStats()
+
+    def attempt(url: str, backend: Backend) -> Path | None:
+        record = fetch_record(backend, artifact_id, trusted)
+        if record is None:
+            if not quiet_misses:
+                console.print(f"[dim]{url}: no artifact {artifact_id}[/]")
+            return None
+        try:
+            return pull_record(record, store, backend, config.jobs, stats)
+        except OSError as e:  # a name or size the local filesystem refuses
+            raise CacheError(f"refused {url}{record_key(artifact_id)}: cannot materialize "
+                             f"it here ({e.strerror or e})") from None
+
+    return first_delivering(urls if urls is not None else config.substituters, config, attempt)
 
 
 def transfer_summary(stats: TransferStats) -> str:

@@ -18,10 +18,9 @@ from rich.markup import escape
 
 from orchestrator import tree_manifest
 from orchestrator.cache.backend import Backend
-from orchestrator.cache.backends import open_backend
 from orchestrator.cache.cache_toml import CacheConfig, load_config
 from orchestrator.cache.errors import CacheError
-from orchestrator.cache.pull import assemble, parse_signed, transfer_summary
+from orchestrator.cache.pull import assemble, first_delivering, parse_signed, transfer_summary
 from orchestrator.cache.signing import TrustedKeys
 from orchestrator.cache.toolchain_record import ToolchainRecord, toolchain_record_key
 from orchestrator.cache.transfer import TransferStats
@@ -122,29 +121,18 @@ def pull_toolchain(store: Store, lock: Lock, final: Path, config: CacheConfig,
     """Try each substituter in order; the URL the toolchain came from, or None when none has
     it. CacheError for the first refusal when none delivered (later ones are warnings)."""
     trusted = config.trusted()
-    first_error: CacheError | None = None
-    for url in urls if urls is not None else config.substituters:
-        backend = open_backend(url, config)
-        try:
-            record = fetch_toolchain_record(backend, lock, trusted)
-            if record is None:
-                continue
-            start = time.monotonic()
-            pull_toolchain_record(record, lock, store, backend, final, config.jobs, stats)
-            stats.seconds = time.monotonic() - start
-            if first_error is not None:
-                console.print(f"[yellow]warning:[/] {escape(str(first_error))}", soft_wrap=True)
-            return url
-        except CacheError as e:
-            if first_error is None:
-                first_error = e
-            else:
-                console.print(f"[yellow]warning:[/] {escape(str(e))}", soft_wrap=True)
-        finally:
-            backend.close()
-    if first_error is not None:
-        raise first_error
-    return None
+
+    def attempt(url: str, backend: Backend) -> bool | None:
+        record = fetch_toolchain_record(backend, lock, trusted)
+        if record is None:
+            return None
+        start = time.monotonic()
+        pull_toolchain_record(record, lock, store, backend, final, config.jobs, stats)
+        stats.seconds = time.monotonic() - start
+        return True
+
+    got = first_delivering(urls if urls is not None else config.substituters, config, attempt)
+    return got[1] if got is not None else None
 
 
 def substitute_toolchain(repo_root: Path, store: Store, lock: Lock, final: Path) -> str | None:
