@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -50,11 +51,18 @@ def copy_project(dest: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def session_toolchain(tmp_path_factory) -> Path:
-    """One real materialized toolchain for the whole run (venv + lldb debs)."""
-    store = tmp_path_factory.mktemp("toolchain-store")
-    res = run_doit(REPO, "toolchain", f"store={store}")
-    assert res.returncode == 0, res.output
-    [tc] = list((store / "toolchains").iterdir())
+    """One real materialized toolchain for the whole run (venv + lldb debs), shared by the
+    pytest-xdist workers: the first one makes it under the run's common temp dir, the
+    others wait on the file lock and reuse it."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # one basetemp per worker; their parent is the run's
+    store = shared / "toolchain-store"
+    with FileLock(str(shared / "toolchain-store.lock")):
+        if not (store / "toolchains").is_dir():
+            res = run_doit(REPO, "toolchain", f"store={store}")
+            assert res.returncode == 0, res.output
+    [tc] = [d for d in (store / "toolchains").iterdir() if d.is_dir()]
     return tc
 
 
