@@ -55,10 +55,17 @@ def report(log: Path, artifact: Path | None) -> list[tuple[str, str]]:
     def field(name: str) -> str:
         m = re.search(rf"^\s*{re.escape(name)}: (.*)$", text, re.M)
         return m[1].strip() if m else "?"
-    user, system = float(field("User time (seconds)") or 0), float(field("System time (seconds)") or 0)
-    rows = [("wall (elapsed)", field("Elapsed (wall clock) time (h:mm:ss or m:ss)")),
-            ("CPU (user + sys)", f"{(user + system) / 3600:.2f} h"),
-            ("peak RSS (one process)", f"{int(field('Maximum resident set size (kbytes)')) / 1e6:.2f} GB")]
+    def number(name: str) -> float | None:
+        try:
+            return float(field(name))
+        except ValueError:
+            return None  # no /usr/bin/time -v block: the run was stopped before its end
+    user, system = number("User time (seconds)"), number("System time (seconds)")
+    rss = number("Maximum resident set size (kbytes)")
+    rows = [("this run: wall (elapsed)", field("Elapsed (wall clock) time (h:mm:ss or m:ss)")),
+            ("this run: CPU (user + sys)",
+             f"{(user + system) / 3600:.2f} h" if user is not None and system is not None else "?"),
+            ("this run: peak RSS (one process)", f"{rss / 1e6:.2f} GB" if rss else "?")]
     if artifact is not None:
         steps = (artifact / "meta/ninja_log").read_text().splitlines()[1:]
         objects = [s for s in steps if s.split("\t")[3].endswith(".o")]
@@ -69,6 +76,23 @@ def report(log: Path, artifact: Path | None) -> list[tuple[str, str]]:
                  ("build_s / verify_s", f"{manifest['timings'].get('build_s')} / "
                                         f"{manifest['timings'].get('verify_s')}")]
     return rows
+
+
+def tree_rows(build_tree: Path) -> list[tuple[str, str]]:
+    """The whole graph from the build tree's cumulative .ninja_log (a build resumed over several
+    runs: the artifact's meta/ninja_log holds only the last run's steps). Each output's last
+    entry counts; a step's time is its wall time under ninja's -j, so the sum approximates the
+    CPU time of the compiles and links (inflated when the machine was shared)."""
+    last: dict[str, tuple[str, int]] = {}  # output -> (command hash, ms)
+    for line in (build_tree / ".ninja_log").read_text().splitlines()[1:]:
+        start, end, _, out, command = line.split("\t")
+        last[out] = (command, int(end) - int(start))
+    steps = {command: ms for command, ms in last.values()}  # an edge lists each of its outputs
+    objects = [ms for out, (_, ms) in last.items() if out.endswith(".o")]
+    return [("graph: objects (build tree)", str(len(objects))),
+            ("graph: steps (build tree)", str(len(steps))),
+            ("graph: summed step time", f"{sum(steps.values()) / 3.6e6:.2f} h"),
+            ("graph: summed object compile time", f"{sum(objects) / 3.6e6:.2f} h")]
 
 
 def run(cmd: list[str], **kw) -> float:
@@ -108,6 +132,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--report", type=Path, help="log of `/usr/bin/time -v doit build recipe=pytorch`")
     ap.add_argument("--artifact", type=Path)
+    ap.add_argument("--build-tree", type=Path, help="the build tree: count the whole graph "
+                    "from its .ninja_log (a build resumed over several runs)")
     ap.add_argument("--variant", default="relwithdebinfo")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--skip-baseline", action="store_true")
@@ -118,6 +144,8 @@ def main() -> None:
         t.add_column("measure")
         t.add_column("value")
         for row in report(args.report, args.artifact):
+            t.add_row(*row)
+        for row in tree_rows(args.build_tree) if args.build_tree else []:
             t.add_row(*row)
         console.print(t)
     if not args.skip_baseline:
