@@ -1,10 +1,9 @@
 """Read what verification needs from an ELF file, without running it or reading it whole.
 
-pyelftools parses the headers, the dynamic segment and the (small) version sections; the
-big arrays (.dynsym, .dynstr, .gnu.version) are read in bulk from an mmap of the file with
-`struct`, so a 500 MB library costs only the pages of those sections. Symbol names stay
-bytes; they are decoded only for messages. DWARF is read in verify/dwarf.py, CUDA fatbins in
-verify/fatbin.py.
+The headers and version tables are unpacked in verify/elf_header.py; the big arrays (.dynsym,
+.dynstr, .gnu.version) are read in bulk from an mmap of the file with `struct`, so a 500 MB
+library costs only the pages of those sections. Symbol names stay bytes; they are decoded only
+for messages. DWARF is read in verify/dwarf.py, CUDA fatbins in verify/fatbin.py.
 """
 from __future__ import annotations
 
@@ -14,12 +13,11 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-
+from orchestrator.verify.elf_header import (ELF_MAGIC, ElfHeader, c_string, names_index,
+                                           parse_header, read_verdef, read_verneed,
+                                           section_headers)
 from orchestrator.verify.gnuhash import GnuHashIndex
 
-ELF_MAGIC = b"\x7fELF"
 SHN_UNDEF = 0
 STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE = 1, 2, 10
 STT_SECTION, STT_FILE = 3, 4
@@ -113,12 +111,6 @@ def is_elf(path: Path) -> bool:
         return False
 
 
-def c_string(buf: mmap.mmap | bytes, off: int) -> bytes:
-    """The NUL-terminated string at off (string tables: .dynstr, .shstrtab, .debug_str)."""
-    end = buf.find(b"\0", off)
-    return buf[off:end]
-
-
 DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH = 1, 14, 15, 29
 SHT_DYNAMIC, SHT_DYNSYM, SHT_GNU_VERDEF, SHT_GNU_VERNEED, SHT_GNU_VERSYM = 6, 11, 0x6FFFFFFD, 0x6FFFFFFE, 0x6FFFFFFF
 SHT_GNU_HASH = 0x6FFFFFF6
@@ -129,74 +121,56 @@ def read_elf(path: Path, *, symbols: bool = True, full: bool = False) -> ElfInfo
 
     With a .gnu.hash section (and not `full`), only the undefined symbols are decoded (they
     precede the hashed ones in .dynsym); definitions are then looked up through the hash.
-
-    pyelftools reads the ELF header, PT_INTERP and the version sections; the section header
-    table, .dynamic and the symbol arrays are unpacked with `struct` from an mmap, because
-    pyelftools builds objects per section (hash tables included) and per symbol.
+    Everything is unpacked with `struct` from an mmap of the file.
     """
     with open(path, "rb") as f:
         try:
-            elf = ELFFile(f)
-        except ELFError as e:
-            raise ValueError(f"{path}: not a readable ELF file ({e})") from None
-        info = ElfInfo(
-            path=path,
-            elfclass=elf.elfclass,
-            machine=elf["e_machine"],
-            little_endian=elf.little_endian,
-            osabi=elf.header["e_ident"]["EI_OSABI"],
-            etype=elf["e_type"],
-        )
-        info.platform = header_platform(path)
-        le = "<" if elf.little_endian else ">"
-        is64 = elf.elfclass == 64
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            shdrs = _section_headers(elf, mm, le, is64)
-            names_off = shdrs[elf["e_shstrndx"]][2] if 0 < elf["e_shstrndx"] < len(shdrs) else None
-            by_type: dict[int, int] = {}
-            for i, (name_i, typ, off, size, flags, link) in enumerate(shdrs):
-                name = c_string(mm, names_off + name_i).decode(errors="replace") if names_off is not None else ""
-                info.sections[name] = (off, size, flags)
-                by_type.setdefault(typ, i)
-            info.interp = _interp(elf, mm, le, is64)
-            if SHT_DYNAMIC in by_type:
-                _read_dynamic(mm, shdrs, by_type[SHT_DYNAMIC], le, is64, info)
-            if symbols and SHT_DYNSYM in by_type:
-                _read_symbols(elf, mm, shdrs, by_type, le, is64, info, full)
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except ValueError:  # an empty file cannot be mapped
+            raise ValueError(f"{path}: not a readable ELF file (empty)") from None
+        with mm:
+            try:
+                h = parse_header(mm)
+                info = ElfInfo(path=path, elfclass=h.elfclass, machine=h.machine,
+                               little_endian=h.little_endian, osabi=h.osabi, etype=h.etype)
+                info.platform = header_platform(path)
+                _read_tables(h, mm, info, symbols, full)
+            except (ValueError, struct.error, IndexError) as e:
+                raise ValueError(f"{path}: not a readable ELF file ({e})") from None
     return info
 
 
-def _interp(elf: ELFFile, mm: mmap.mmap, le: str, is64: bool) -> str | None:
-    """PT_INTERP's path, from the program headers (pyelftools' segments parse far more)."""
-    fmt = le + ("IIQQQQQQ" if is64 else "IIIIIIII")
-    for i in range(elf["e_phnum"]):
-        h = struct.unpack_from(fmt, mm, elf["e_phoff"] + i * elf["e_phentsize"])
-        if h[0] == 3:  # PT_INTERP
-            off, size = (h[2], h[5]) if is64 else (h[1], h[4])
+def _read_tables(h: ElfHeader, mm: mmap.mmap, info: ElfInfo, symbols: bool, full: bool) -> None:
+    le, is64 = h.le, h.is64
+    shdrs = section_headers(h, mm)
+    names_at = names_index(h, shdrs)
+    names_off = shdrs[names_at][2] if names_at is not None else None
+    by_type: dict[int, int] = {}
+    for i, (name_i, typ, off, size, flags, _link, _info) in enumerate(shdrs):
+        name = c_string(mm, names_off + name_i).decode(errors="replace") if names_off is not None else ""
+        info.sections[name] = (off, size, flags)
+        by_type.setdefault(typ, i)
+    info.interp = _interp(h, mm)
+    if SHT_DYNAMIC in by_type:
+        _read_dynamic(mm, shdrs, by_type[SHT_DYNAMIC], le, is64, info)
+    if symbols and SHT_DYNSYM in by_type:
+        _read_symbols(mm, shdrs, by_type, le, is64, info, full)
+
+
+def _interp(h: ElfHeader, mm: mmap.mmap) -> str | None:
+    """PT_INTERP's path, from the program headers."""
+    fmt = h.le + ("IIQQQQQQ" if h.is64 else "IIIIIIII")
+    for i in range(h.phnum):
+        ph = struct.unpack_from(fmt, mm, h.phoff + i * h.phentsize)
+        if ph[0] == 3:  # PT_INTERP
+            off, size = (ph[2], ph[5]) if h.is64 else (ph[1], ph[4])
             return bytes(mm[off:off + size]).rstrip(b"\0").decode(errors="replace")
     return None
 
 
-def _section_headers(elf: ELFFile, mm: mmap.mmap, le: str, is64: bool) -> list[tuple[int, ...]]:
-    """(name, type, offset, size, flags, link) for every section header."""
-    shoff, shnum, shentsize = elf["e_shoff"], elf["e_shnum"], elf["e_shentsize"]
-    if not shoff:
-        return []
-    if shnum == 0:  # the real count lives in section 0's sh_size
-        shnum = (struct.unpack_from(le + "IIQQQQ", mm, shoff)[5] if is64
-                 else struct.unpack_from(le + "IIIIII", mm, shoff)[5])
-    fmt = le + ("IIQQQQII" if is64 else "IIIIIIII")
-    out = []
-    for i in range(shnum):
-        h = struct.unpack_from(fmt, mm, shoff + i * shentsize)
-        name, typ, flags, _addr, off, size, link = h[0], h[1], h[2], h[3], h[4], h[5], h[6]
-        out.append((name, typ, off, size, flags, link))
-    return out
-
-
 def _read_dynamic(mm: mmap.mmap, shdrs: list[tuple[int, ...]], idx: int, le: str, is64: bool,
                   info: ElfInfo) -> None:
-    _n, _t, off, size, _f, link = shdrs[idx]
+    _n, _t, off, size, _f, link, _i = shdrs[idx]
     stroff = shdrs[link][2]
     fmt = le + ("qQ" if is64 else "iI")
     for tag, val in struct.iter_unpack(fmt, mm[off:off + size - size % struct.calcsize(fmt)]):
@@ -212,27 +186,26 @@ def _read_dynamic(mm: mmap.mmap, shdrs: list[tuple[int, ...]], idx: int, le: str
             info.runpath = c_string(mm, stroff + val).decode().split(":")
 
 
-def _read_symbols(elf: ELFFile, mm: mmap.mmap, shdrs: list[tuple[int, ...]], by_type: dict[int, int],
+def _read_symbols(mm: mmap.mmap, shdrs: list[tuple[int, ...]], by_type: dict[int, int],
                   le: str, is64: bool, info: ElfInfo, full: bool) -> None:
-    _n, _t, so, ss, _f, link = shdrs[by_type[SHT_DYNSYM]]
+    _n, _t, so, ss, _f, link, _i = shdrs[by_type[SHT_DYNSYM]]
     if ss == 0:
         return
-    # Version tables are small: pyelftools reads them.
     verdef_names: dict[int, str] = {}
     verneed: dict[int, tuple[str, str]] = {}
     if SHT_GNU_VERDEF in by_type:
         info.has_verdef = True
-        for vd, aux in elf.get_section(by_type[SHT_GNU_VERDEF]).iter_versions():
-            names = [a.name for a in aux]
-            if names and not (vd["vd_flags"] & 0x1):  # VER_FLG_BASE names the file
-                verdef_names[vd["vd_ndx"]] = names[0]
-                info.verdefs.add(names[0])
+        _n, _t, off, _s, _f, vlink, count = shdrs[by_type[SHT_GNU_VERDEF]]
+        verdef_names = read_verdef(mm, le, off, count, shdrs[vlink][2])
+        info.verdefs.update(verdef_names.values())
     if SHT_GNU_VERNEED in by_type:
-        for vn, auxs in elf.get_section(by_type[SHT_GNU_VERNEED]).iter_versions():
-            for a in auxs:
-                verneed[a["vna_other"]] = (a.name, vn.name)
-                info.version_needs.setdefault(vn.name, set()).add(a.name)
-    _sn, _st, str_off, str_size, _sf, _sl = shdrs[link]
+        _n, _t, off, _s, _f, vlink, count = shdrs[by_type[SHT_GNU_VERNEED]]
+        for file, versions in read_verneed(mm, le, off, count, shdrs[vlink][2]):
+            needs = info.version_needs.setdefault(file, set())
+            for index, name in versions:
+                verneed[index] = (name, file)
+                needs.add(name)
+    _sn, _st, str_off, str_size, _sf, _sl, _si = shdrs[link]
     entsize = 24 if is64 else 16
     count = ss // entsize
     versym_off = shdrs[by_type[SHT_GNU_VERSYM]][2] if SHT_GNU_VERSYM in by_type else None
