@@ -3,6 +3,7 @@
 Resolution is cross-checked against glibc's own ld.so (`--list`), which only maps the files."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -243,7 +244,7 @@ def test_extension_policy_and_suffix(tmp_path):
     assert "does not match the locked Python 3.11.2" in py_fails["python/wrong/e.cpython-310-x86_64-linux-gnu.so"]
     # PyModule_Create2 & co. come from the preloaded interpreter: no symbol failures.
     assert report.checks["symbols"] == "pass"
-    cfg.rules = cfg.rules.model_copy(update={"libpython": "interpreter"})
+    cfg.rules = dataclasses.replace(cfg.rules, libpython="interpreter")
     allowed = {f.file for f in verify_tree(cfg).failures() if f.check == "python"}
     assert allowed == {"python/wrong/e.cpython-310-x86_64-linux-gnu.so"}
 

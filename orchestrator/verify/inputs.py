@@ -3,14 +3,46 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Union
 
-from orchestrator.model.verify_rules import VerifyRules
 from orchestrator.verify.resolve import SearchConfig
+
+if TYPE_CHECKING:  # the recipe's pydantic model; the engine reads only its attributes
+    from orchestrator.model.verify_rules import VerifyRules
 
 # The platform: always acceptable from the system (recorded in the lock's platform facts).
 BASE_SYSTEM_LIBS = ("libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1",
                     "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1", "libutil.so.1",
                     "libresolv.so.2", "libstdc++.so.6", "libgcc_s.so.1", "libmvec.so.1")
+
+
+@dataclass(frozen=True)
+class DefaultRules:
+    """The [verify] rules of a recipe that gives none: `model.verify_rules.VerifyRules()`'s
+    values (tests/test_verify_cache.py holds them equal), without importing pydantic into a
+    process that only verifies."""
+    allowed_system_libs: tuple[str, ...] = ()
+    required_symbols: dict[str, list[str]] = field(default_factory=dict)
+    host: str = "none"
+    libpython: str = "forbid"
+    max_versions: dict[str, str] = field(default_factory=dict)
+    own_libs: tuple[str, ...] = ("**/*.so", "**/*.so.*", "bin/*")
+    release_debug_allowed: tuple[str, ...] = ()
+    opt_level: dict[str, str] = field(default_factory=dict)
+    cmake_cache: dict[str, str] = field(default_factory=dict)
+    cuda_architectures: dict[str, str] = field(default_factory=dict)
+    skip: tuple[str, ...] = ()
+
+
+Rules = Union["VerifyRules", DefaultRules]
+
+
+def rules_data(rules: Rules) -> dict[str, Any]:
+    """The rules as JSON data (lists, dicts), whichever form they come in."""
+    if isinstance(rules, DefaultRules):
+        return {k: list(v) if isinstance(v, tuple) else dict(v) if isinstance(v, dict) else v
+                for k, v in vars(rules).items()}
+    return rules.model_dump(mode="json")
 
 
 @dataclass
@@ -36,7 +68,7 @@ class VerifyConfig:
     artifact: str
     root: Path  # the artifact directory (holds prefix/ and meta/), or any tree to check
     prefix: Path
-    rules: VerifyRules = field(default_factory=VerifyRules)
+    rules: Rules = field(default_factory=DefaultRules)
     variant: str = "relwithdebinfo"
     build_type: str | None = None  # CMAKE_BUILD_TYPE; None: no debug-info expectations
     cmake: bool = False  # meta/CMakeCache.txt must exist and match

@@ -1,10 +1,14 @@
-"""The verify report: pydantic models (stored as meta/verify.json) and the rich table."""
+"""The verify report: plain dataclasses (stored as meta/verify.json) and the rich table.
+
+Dataclasses, not pydantic models: the verify engine is imported by processes that need
+nothing else (a verify of torch's 12 libraries spent more time importing pydantic than
+reading them); `from_json` reads a report back (the verdict cache)."""
 from __future__ import annotations
 
+import dataclasses
 import io
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 CHECKS = ("resolution", "symbols", "cxx_abi", "python", "debug_info", "portability",
           "required_symbols", "cuda")
@@ -14,43 +18,56 @@ Severity = Literal["fail", "warn", "info"]
 _ORDER = {"fail": 0, "warn": 1, "info": 2}
 
 
-class Finding(BaseModel):
+@dataclass
+class Finding:
     """One result of one check for one file: what, where, why."""
-    model_config = ConfigDict(extra="forbid")
     check: Check
     severity: Severity
     file: str
     cause: str
-    detail: dict[str, object] = {}
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.check not in CHECKS or self.severity not in _ORDER:
+            raise ValueError(f"finding of unknown check/severity {self.check!r}/{self.severity!r}")
 
 
-class FileFacts(BaseModel):
+@dataclass
+class FileFacts:
     """Portability and build facts about one ELF file of the artifact."""
-    model_config = ConfigDict(extra="forbid")
-    needed: list[str] = []
-    runpath: list[str] = []
-    rpath: list[str] = []
-    max_versions: dict[str, str] = {}
+    needed: list[str] = field(default_factory=list)
+    runpath: list[str] = field(default_factory=list)
+    rpath: list[str] = field(default_factory=list)
+    max_versions: dict[str, str] = field(default_factory=dict)
     debug_info: bool = False
-    producers: list[str] = []
-    cuda: list[str] = []
+    producers: list[str] = field(default_factory=list)
+    cuda: list[str] = field(default_factory=list)
     cxx11_abi: Literal["0", "1", "mixed"] | None = None
 
 
-class VerifyReport(BaseModel):
+@dataclass
+class VerifyReport:
     """Everything `doit verify` found for one artifact; `ok` is False on any failure."""
-    model_config = ConfigDict(extra="forbid")
-    schema_version: Literal[1] = 1
     artifact: str
     root: str
     ok: bool
-    forced: bool = False
     checks: dict[str, Literal["pass", "fail", "skipped"]]
     findings: list[Finding]
     files: dict[str, FileFacts]
-    max_versions: dict[str, str] = {}
+    forced: bool = False
+    max_versions: dict[str, str] = field(default_factory=dict)
     elapsed_s: float = 0.0
-    timings: dict[str, float] = {}
+    timings: dict[str, float] = field(default_factory=dict)
+    schema_version: Literal[1] = 1
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> "VerifyReport":
+        """The report `to_json` wrote (KeyError/TypeError/ValueError when it is not one)."""
+        known = {f.name for f in dataclasses.fields(VerifyReport)}
+        if data.get("schema_version") != 1 or set(data) - known:
+            raise ValueError("not a verify report of schema 1")
+        return VerifyReport(**{**data, "findings": [Finding(**f) for f in data["findings"]],
+                               "files": {k: FileFacts(**v) for k, v in data["files"].items()}})
 
     def failures(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == "fail"]
@@ -62,9 +79,9 @@ class VerifyReport(BaseModel):
                 "first_failures": [f"{f.file}: {f.cause}" for f in fails[:5]],
                 "max_versions": dict(self.max_versions), "forced": self.forced}
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, Any]:
         """The full report as JSON-ready data (meta/verify.json)."""
-        return self.model_dump(mode="json")
+        return dataclasses.asdict(self)
 
     def render(self, width: int | None = None) -> str:
         """The table for people (see render_table), as wide as the terminal by default."""
