@@ -1,9 +1,10 @@
 """distcc as the fan-out for compile-cache misses, against a real distccd on 127.0.0.1:
-the objects are compiled by the daemon and the libraries are byte-identical to a local
-build; an unreachable host is one warning line and a local build."""
+the objects are compiled by the daemon and the files are byte-identical to a local build,
+debug info included; an unreachable host is one warning line and a local build."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -93,21 +94,83 @@ def test_distcc_build_is_byte_identical_to_a_local_one(tmp_path: Path, session_t
         assert f"misses on distcc 127.0.0.1:{distccd.port}/2" in dist.output, dist.output
         assert distccd.compiled() - before >= DEMO_OBJECTS, distccd.log.read_text()
         runs[variant] = artifact(local), artifact(dist)
-    # Without debug info: every file byte-identical.
-    local, dist = runs["release"]
-    assert files_of(local) == files_of(dist)
-    # With debug info, classic distcc compiles the locally preprocessed .ii: the code and data
-    # are identical, the DWARF line/column attribution of macro-expanded lines is not (see
-    # docs/compile-cache.md); nothing else may differ.
-    local, dist = runs["relwithdebinfo"]
-    for so in ("prefix/lib/libdemo_core.so", "prefix/lib/libdemo_ops.so"):
-        a, b = sections(local / so), sections(dist / so)
-        assert a.keys() == b.keys()
-        differ = {n for n in a if a[n] != b[n]}
-        assert differ <= {".debug_info", ".debug_line", ".debug_str", ".debug_loc",
-                          ".debug_ranges", ".note.gnu.build-id"}, differ
-        assert ".text" not in differ and ".rodata" not in differ and ".dynsym" not in differ
+    # With and without debug info: every file byte-identical (with -g, ccache's prefix
+    # command, distcc_compile, has distcc preprocess with -fdirectives-only; classic distcc
+    # changed the DWARF column rows).
+    for variant, (local, dist) in runs.items():
+        a, b = files_of(local), files_of(dist)
+        differ = {p: differing_sections(local / p, dist / p) for p in a if a[p] != b.get(p)}
+        assert a.keys() == b.keys() and not differ, (variant, differ)
 
+
+def differing_sections(a: Path, b: Path) -> list[str]:
+    if a.read_bytes()[:4] != b"\x7fELF":
+        return ["(not ELF)"]
+    sa, sb = sections(a), sections(b)
+    return sorted(n for n in sa.keys() | sb.keys() if sa.get(n) != sb.get(n))
+
+
+# A producer string long enough for GCC to write it as .ascii chunks, and macros whose
+# expansion moves columns (what classic distcc got wrong with -g).
+SOURCE = """#include <stdio.h>
+#define MAX(a, b)   ((a) > (b) ? (a) : (b))
+#define DECLARE(name)   int name##_value = 0; int get_##name(void) { return name##_value; }
+DECLARE(alpha)
+int pick(int a,   int b) { printf("%d %s", MAX(a, b), __FILE__); return MAX(a,   b) + __LINE__; }
+"""
+MANY_FLAGS = ["-fno-math-errno", "-fno-trapping-math", "-fno-common", "-fstack-protector-strong",
+              "-fno-strict-aliasing", "-fno-semantic-interposition", "-fno-plt", "-fwrapv",
+              "-fno-delete-null-pointer-checks", "-fno-omit-frame-pointer", "-fno-tree-vectorize",
+              "-fno-strict-overflow", "-ffunction-sections", "-fdata-sections"]
+
+
+def compile_both(tmp_path: Path, distccd: Distccd, *flags: str) -> tuple[bytes, bytes, int]:
+    """The object compiled here and through ccache's prefix command (real distccd), and how
+    many jobs the daemon ran for it."""
+    from orchestrator.builders.compile_cache.distcc import prefix_command
+    src = tmp_path / "pick.c"
+    src.write_text(SOURCE)
+    cc = shutil.which("gcc") or "/usr/bin/gcc"
+    args = [*flags, "-MD", "-MT", "pick.o", "-MF", "pick.o.d", "-c", "pick.c"]
+    subprocess.run([cc, *args, "-o", "local.o"], cwd=tmp_path, check=True)
+    (tmp_path / "local.d").write_bytes((tmp_path / "pick.o.d").read_bytes())
+    script = prefix_command(tmp_path, Path(shutil.which("distcc") or "/usr/bin/distcc"))
+    env = {**os.environ, "DISTCC_HOSTS": f"127.0.0.1:{distccd.port}/2",
+           "DISTCC_DIR": str(tmp_path), "DISTCC_FALLBACK": "0"}
+    before = distccd.compiled()
+    r = subprocess.run([str(script), cc, *args, "-o", "pick.o"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "pick.o.d").read_bytes() == (tmp_path / "local.d").read_bytes()
+    assert not list(tmp_path.glob("*.s")), "the assembly was left behind"
+    return (tmp_path / "local.o").read_bytes(), (tmp_path / "pick.o").read_bytes(), \
+        distccd.compiled() - before
+
+
+@pytest.mark.parametrize("flags", [("-O2", "-g"), ("-O0", "-g", "-gdwarf-4"),
+                                   ("-O2", "-g", *MANY_FLAGS), ("-O2",)])
+def test_prefix_command_compiles_remotely_with_local_bytes(tmp_path: Path, distccd: Distccd,
+                                                           flags: tuple[str, ...]) -> None:
+    local, dist, jobs = compile_both(tmp_path, distccd, *flags)
+    assert jobs == 1, distccd.log.read_text()
+    assert local == dist
+
+
+def test_prefix_command_compiles_what_it_cannot_split_here(tmp_path: Path,
+                                                          distccd: Distccd) -> None:
+    local, dist, jobs = compile_both(tmp_path, distccd, "-O2", "-g3")  # .debug_macro
+    assert jobs == 0 and local == dist
+
+
+def test_prefix_command_reports_a_compile_error_once(tmp_path: Path, distccd: Distccd) -> None:
+    from orchestrator.builders.compile_cache.distcc import prefix_command
+    (tmp_path / "bad.c").write_text("int f(void) { return undefined_name; }\n")
+    script = prefix_command(tmp_path, Path(shutil.which("distcc") or "/usr/bin/distcc"))
+    env = {**os.environ, "DISTCC_HOSTS": f"127.0.0.1:{distccd.port}/2", "DISTCC_DIR": str(tmp_path)}
+    r = subprocess.run([str(script), shutil.which("gcc") or "/usr/bin/gcc", "-g", "-c", "bad.c",
+                        "-o", "bad.o"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert r.returncode != 0 and r.stderr.count("error:") == 1, r.stderr
+    assert not (tmp_path / "bad.o").exists() and not list(tmp_path.glob("*.s"))
 
 def test_distcc_hosts_from_cache_toml(tmp_path: Path, session_toolchain: Path,
                                       distccd: Distccd) -> None:

@@ -18,6 +18,8 @@ stopped at the end of every build.
 
 Modules: kind (CompileCache: the launcher and its environment), launcher (what one build
 calls: settings, probes, begin/report/end), remote (the team's cache server), distcc (hosts
-for the misses), sccache (its server), stats (a build's hits and misses), source_link (the
-path-free source), gc (status and trimming of the store's caches).
+for the misses, ccache's prefix script), distcc_compile (that script's program: a miss
+compiled on a distcc host with a local compile's bytes, -g included), sccache (its server),
+stats (a build's hits and misses), source_link (the path-free source), gc (status and
+trimming of the store's caches).
 """

@@ -2,19 +2,24 @@
 
 Hosts come from `distcc_hosts=` or cache.toml's [compile_cache] distcc-hosts, never from the
 recipe: like the compile cache they change where an object is compiled, never its bytes
-(distcc preprocesses locally and the remote runs the very compiler path of the compile line).
+(ccache's prefix command is `distcc_compile`, which keeps `-g` objects byte-identical; the
+remote runs the very compiler path of the compile line).
 """
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import socket
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.errors import UserError
+from orchestrator.fs import write_atomic
 
 DEFAULT_PORT = 3632
+PREFIX_SCRIPT = "orch-distcc-compile"  # in DISTCC_DIR: ccache's prefix command
 # HOST[:PORT][/LIMIT][,lzo]  (distcc(1) "HOST SPECIFICATIONS", the TCP forms) or localhost[/LIMIT]
 HOST_RE = re.compile(r"^(?P<host>[A-Za-z0-9][A-Za-z0-9._-]*)(?::(?P<port>\d{1,5}))?"
                      r"(?:/(?P<limit>\d{1,4}))?(?P<opts>(?:,lzo)?)$")
@@ -89,3 +94,16 @@ def hosts_env(hosts: list[DistccHost]) -> str:
 def slots(hosts: list[DistccHost]) -> int:
     """Concurrent compiles the hosts take (distcc's default is 4 per host, 2 for localhost)."""
     return sum(h.limit or (2 if h.local else 4) for h in hosts)
+
+
+def prefix_command(distcc_dir: Path, binary: Path) -> Path:
+    """The script ccache runs misses through (CCACHE_PREFIX): distcc_compile.py with this
+    interpreter and distcc (ccache takes a program, not a command line). Rewritten only when
+    it changed."""
+    program = Path(__file__).with_name("distcc_compile.py")
+    text = (f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -I {shlex.quote(str(program))} "
+            f"{shlex.quote(str(binary))} \"$@\"\n")
+    script = distcc_dir / PREFIX_SCRIPT
+    if not script.is_file() or script.read_text() != text:
+        write_atomic(script, text, mode=0o755, durable=False)
+    return script

@@ -22,7 +22,7 @@ class CompileCache:
     remote: str | None = None  # ccache remote_storage URL (the team's WebDAV), secrets resolved
     #                            (sccache: the plain WebDAV endpoint; secrets in sccache_remote_env)
     max_size: str = "20G"
-    distcc: Path | None = None  # ccache's prefix_command for misses
+    distcc: Path | None = None  # ccache's prefix_command for misses (distcc.prefix_command)
     distcc_hosts: str = ""      # DISTCC_HOSTS, reachable hosts only
     sccache_remote_env: tuple[tuple[str, str], ...] = ()  # SCCACHE_WEBDAV_* (credentials)
 

@@ -75,8 +75,10 @@ def with_distcc(cc: CompileCache, ls: LauncherSettings, timeout: float) -> Compi
     if not up:
         return cc
     assert cc.directory is not None
-    (cc.directory / "distcc").mkdir(parents=True, exist_ok=True)  # DISTCC_DIR must exist
-    return replace(cc, distcc=binary, distcc_hosts=distcc.hosts_env(up))
+    distcc_dir = cc.directory / "distcc"
+    distcc_dir.mkdir(parents=True, exist_ok=True)  # DISTCC_DIR must exist
+    return replace(cc, distcc=distcc.prefix_command(distcc_dir, binary),
+                   distcc_hosts=distcc.hosts_env(up))
 
 
 # --- one build's hooks ---
