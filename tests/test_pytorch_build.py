@@ -204,6 +204,24 @@ def test_checkout_switch_rollback_and_one_file_rebuild(world):
     rel = build(world, "variant=relwithdebinfo", f"source={co}")
     assert json.loads((Path(rel["path"]) / "manifest.json").read_text())[
         "derivation"]["source"]["kind"] == "git-checkout"
+    # The same tree at another path: the same id, and a rebuild there (its own build tree)
+    # is answered by the compile cache: a checkout is configured through
+    # <build tree>/.orch-src, so its compile lines do not name the checkout's path.
+    co2 = world["root"] / "elsewhere" / "pytorch"
+    shutil.copytree(co, co2, symlinks=True)
+    res = doit(world, "build", "format=json", *C10, "variant=relwithdebinfo", f"source={co2}",
+               "rebuild=1")
+    assert res.returncode == 0, res.output[-4000:]
+    again = json.loads(res.stdout.strip().splitlines()[-1])
+    assert again["id"] == rel["id"] and again["comparison"]["identical"] is True, again
+    hits, misses = map(int, re.search(r"compile cache: (\d+) hit\(s\), (\d+) miss\(es\)",
+                                      res.output).groups())
+    assert hits > 50 and misses <= hits // 20, res.output[-2000:]   # >= 95 % hits
+    [tree2] = [t for t in (world["store"] / "build").iterdir()
+               if (t / ".orch-src").is_symlink() and os.readlink(t / ".orch-src") == str(co2)]
+    [exception_cpp] = [c for c in json.loads((tree2 / "compile_commands.json").read_text())
+                       if c["file"].endswith("c10/util/Exception.cpp")]
+    assert exception_cpp["file"] == str(tree2 / ".orch-src/c10/util/Exception.cpp"), exception_cpp
 
     res = doit(world, "switch", "variant=relwithdebinfo", *C10, f"source={co}", ws)
     assert res.returncode == 0, res.output[-3000:]
@@ -302,11 +320,13 @@ def test_unknown_target_is_bad_input(world):
 
 
 # The objects that stopped a full build of the pinned tree (kineto headers with USE_KINETO=0,
-# pocketfft, flatbuffers 2.0.8 + GCC 12 at -O0): compiled through the orchestrator's tree.
+# pocketfft, flatbuffers 2.0.8 + GCC 12 at -O0, the generated protobuf 3.21 sources with
+# CAFFE2_LINK_LOCAL_PROTOBUF on): compiled through the orchestrator's tree.
 FORMER_BLOCKERS = (
     "caffe2/CMakeFiles/torch_cpu.dir/__/torch/csrc/profiler/kineto_shim.cpp.o",
     "caffe2/CMakeFiles/torch_cpu.dir/__/aten/src/ATen/native/mkl/SpectralOps.cpp.o",
     "caffe2/CMakeFiles/torch_cpu.dir/__/torch/csrc/jit/mobile/flatbuffer_loader.cpp.o",
+    "caffe2/proto/CMakeFiles/Caffe2_PROTO.dir/torch.pb.cc.o",
 )
 
 
