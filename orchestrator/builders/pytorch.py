@@ -18,7 +18,7 @@ from orchestrator.builders.pytorch_install import (build_extensions, copy_python
                                                    install_targets, target_dirs)
 from orchestrator.builders.pytorch_meta import (cache_value, checkout_links, collect_generated,
                                                 cxx11_abi, link_compile_commands_into_meta)
-from orchestrator.builders.pytorch_source import build_copy_of_source, source_lock
+from orchestrator.builders.pytorch_source import build_copy_of_source, builds_in_place, source_lock
 from orchestrator.hashing import pretty_json
 from orchestrator.sources.tree_version import detect_driver
 
@@ -30,12 +30,16 @@ class PyTorchBuilder:
         driver = detect_driver(ctx.source_dir)
         env = build_env(ctx, opts)
         py = python_facts(ctx.toolchain.python)
-        defines = pytorch_defines(ctx, opts, env, driver, py)
+        # A checkout is configured through <build tree>/.orch-src, so its compile lines are the
+        # same for every checkout path and the compile cache hits across them (a pinned tree's
+        # copy is inside the build tree already).
+        linked = builds_in_place(ctx)
+        defines = pytorch_defines(ctx, opts, env, driver, py, linked_source=linked)
         ctx.build_dir.mkdir(parents=True, exist_ok=True)
         targets = ctx.plan.variant.targets
         extensions: list[str] = []
         with source_lock(ctx):
-            configured = configure(ctx, env, defines, file_api=True)
+            configured = configure(ctx, env, defines, file_api=True, linked_source=linked)
             dirs = target_dirs(ctx.build_dir, targets) if targets else []  # unknown name: exit 2
             compile_(ctx, env)
             ctx.prefix.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,7 @@ import tomllib
 from pathlib import Path
 
 from orchestrator.builders.cmake_steps import define_value
+from orchestrator.builders.compile_cache.source_link import SOURCE_LINK, source_link_flags
 from orchestrator.builders.context import BuildContext
 from orchestrator.errors import UserError
 from orchestrator.model.pytorch_options import PyTorchOptions
@@ -129,8 +130,10 @@ def python_facts(python: Path) -> dict[str, str]:
 
 
 def pytorch_defines(ctx: BuildContext, opts: PyTorchOptions, env: dict[str, str],
-                    driver: str, py: dict[str, str]) -> dict[str, str]:
-    """The -D list PyTorch's driver would pass, then the recipe's explicit defines."""
+                    driver: str, py: dict[str, str], linked_source: bool = False) -> dict[str, str]:
+    """The -D list PyTorch's driver would pass, then the recipe's explicit defines.
+    linked_source: the tree is configured through <build tree>/.orch-src (its prefix maps
+    come after the source's, as in cmake_steps.configure)."""
     defines: dict[str, str] = {}
     if driver == "scikit-build-core":
         defines.update(skbuild_defines(ctx.source_dir))
@@ -148,7 +151,8 @@ def pytorch_defines(ctx: BuildContext, opts: PyTorchOptions, env: dict[str, str]
     })
     if py["numpy_include"]:
         defines["NUMPY_INCLUDE_DIR"] = py["numpy_include"]
-    flags = " ".join(ctx.prefix_map_flags() + ctx.plan.variant.cflags)
+    link = source_link_flags(ctx.build_dir / SOURCE_LINK, ctx.logical_source) if linked_source else []
+    flags = " ".join([*ctx.prefix_map_flags(), *link, *ctx.plan.variant.cflags])
     defines["CMAKE_C_FLAGS"] = " ".join(x for x in (flags, env.get("CFLAGS", "")) if x)
     defines["CMAKE_CXX_FLAGS"] = " ".join(
         x for x in (flags, env.get("CXXFLAGS", env.get("CFLAGS", ""))) if x)

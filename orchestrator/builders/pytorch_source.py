@@ -26,7 +26,7 @@ def build_copy_of_source(ctx: BuildContext) -> BuildContext:
     (mtimes kept, so a re-copy rebuilds only what changed). So is a checkout's patched copy
     (`patch_checkouts`: it lives in the store's sources/ too). A plain checkout builds in
     place, as `setup.py develop` would."""
-    if ctx.plan.source.extra.get("checkout") and not ctx.plan.source.extra.get("patched_copy"):
+    if builds_in_place(ctx):
         return ctx  # (a checkout's patched copy is in the store's sources/: copied like a pin)
     dest = ctx.build_dir / SOURCE_COPY
     stamp = ctx.build_dir / SOURCE_COPY_STAMP
@@ -45,6 +45,12 @@ def build_copy_of_source(ctx: BuildContext) -> BuildContext:
         os.rename(tmp, dest)
         write_atomic(stamp, json.dumps({"digest": wanted, "from": str(ctx.source_dir)}))
     return dataclasses.replace(ctx, source_dir=dest)
+
+
+def builds_in_place(ctx: BuildContext) -> bool:
+    """A plain checkout (not its patched copy): built where it is."""
+    extra = ctx.plan.source.extra
+    return bool(extra.get("checkout")) and not extra.get("patched_copy")
 
 
 def source_lock(ctx: BuildContext) -> FileLock:
