@@ -53,10 +53,15 @@ VARS: dict[str, Var] = _vars(
     ("cell", "recipe/variant", "(all)", "nightly: one matrix cell"),
     ("run", "text", "(new)", "nightly: the run id to add to"),
     ("notify", "url", "(none)", "nightly: POST the run summary as JSON to this URL"),
+    ("recipe2", "name", "(recipe=)", "why: the second side's recipe"),
+    ("variant2", "name", "(variant=)", "why: the second side's variant"),
+    ("source2", "path", "(source=)", "why: the second side's checkout"),
+    ("targets2", "list", "(targets=)", "why: the second side's build targets"),
 )
 
 _SELECT = ("recipe", "variant", "source", "targets")
 _WHERE = ("store", "create")
+_SECOND = ("recipe2", "variant2", "source2", "targets2")  # doit why's second side
 _BUILD = ("jobs", "substitute", "commit_failed", "rebuild", "check", "compile_cache",
           "keep_going", "distcc_hosts")
 
@@ -85,8 +90,9 @@ VERBS: dict[str, Verb] = {
                    "build trees.", (*_WHERE, "workspace", "format")),
     "plan": Verb("Show recipe/variant's id, derivation, lock entries and what build would do.",
                  (*_SELECT, "substitute", *_WHERE, "format")),
-    "why": Verb("Why two stored artifacts differ: doit why ID_A ID_B (6+ hex digits each).",
-                (*_WHERE, "format"), positional=True),
+    "why": Verb("Why two artifacts differ: doit why ID_A ID_B (stored, 6+ hex digits each), or "
+                "doit why variant=release variant2=debug (planned, nothing built).",
+                (*_SELECT, *_SECOND, *_WHERE, "format"), positional=True),
     "gc": Verb("Delete what no kept generation needs: artifacts, toolchains, build trees, "
                "sources (dry_run=1 shows it).",
                ("keep", "dry_run", "ccache_max", "ccache_evict_older", *_WHERE, "workspace",

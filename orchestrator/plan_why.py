@@ -4,8 +4,10 @@ plan: the id, the derivation, the lock entries used, and what `doit build` would
 `present` (in the store), `substitutable` (a substituter answers HEAD for its record; nothing
 is downloaded) or `build`. Nothing is built and no toolchain is materialized.
 
-why A B: the dotted-path difference of two stored artifacts' derivations (ids or prefixes of
-at least 6 hex digits), e.g. `variant.cflags: + -Og`; lists are shown as +/- items.
+why: the dotted-path difference of two derivations, e.g. `variant.cflags: + -Og`; lists are
+shown as +/- items. The sides are two stored artifacts (`doit why A B`, ids or prefixes of at
+least 6 hex digits) or two variable sets planned like `doit plan` (`doit why variant=release
+variant2=debug`; the verb: orchestrator.verbs.why).
 """
 from __future__ import annotations
 

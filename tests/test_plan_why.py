@@ -1,9 +1,11 @@
-"""`doit plan` (id, derivation, lock entries, what build would do) and `doit why A B`, on
-real demo builds and a real file:// substituter filled by `doit push`."""
+"""`doit plan` (id, derivation, lock entries, what build would do) and `doit why` (two stored
+ids, or two variable sets planned without building), on real demo builds and a real file://
+substituter filled by `doit push`."""
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 from conftest import make_store
@@ -105,3 +107,51 @@ def test_derivation_diff_paths():
                      "variant.cflags: + -Og"]
     assert derivation_diff({"l": [1, 2]}, {"l": [2, 1]}) == [Change("l", "~", old=[1, 2], new=[2, 1])]
     assert derivation_diff(a, a) == []
+
+
+def test_why_two_variable_sets_plans_both_and_builds_nothing(doit, tmp_path):
+    fresh = tmp_path / "fresh-store"
+    res = doit("why", "variant=release", "variant2=debug", f"store={fresh}")
+    assert res.returncode == 0, res.output
+    assert "variant.build_type: Release → Debug" in res.output
+    assert "variant.cflags: + -fno-omit-frame-pointer" in res.output
+    assert not (fresh / "toolchains").exists() and not (fresh / "build").exists()
+    assert not (fresh / "store").exists() or not list((fresh / "store").iterdir())
+
+    data = last_json(doit("why", "variant=release", "variant2=debug", f"store={fresh}",
+                          "format=json").stdout)
+    plans = [last_json(doit("plan", f"variant={v}", f"store={fresh}", "format=json").stdout)
+             for v in ("release", "debug")]
+    assert (data["a"], data["b"]) == (plans[0]["id"], plans[1]["id"])
+    assert data["sides"] == "planned"
+    assert {"path": "variant.build_type", "op": "~", "old": "Release", "new": "Debug"} in data["changes"]
+    # the second side defaults to the first: only targets differ
+    only = last_json(doit("why", "targets2=demo_core", f"store={fresh}", "format=json").stdout)
+    assert only["changes"] == [{"path": "variant.targets", "op": "+", "old": None,
+                                "new": "demo_core"}]
+    same = doit("why", "variant=debug", "variant2=debug", f"store={fresh}")
+    assert same.returncode == 0 and "same derivation" in same.output
+
+
+def test_why_two_checkouts_differ_in_the_source(doit, project, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d, extra in ((a, ""), (b, "// another line\n")):
+        shutil.copytree(project / "recipes" / "demo", d)
+        (d / "core" / "core.cpp").write_text((d / "core" / "core.cpp").read_text() + extra)
+    res = doit("why", f"source={a}", f"source2={b}", "format=json")
+    assert res.returncode == 0, res.output
+    assert [c["path"] for c in last_json(res.stdout)["changes"]] == ["source.tree_sha256"]
+
+
+def test_why_bad_variable_sets_are_one_line(doit, store, tmp_path):
+    cases = [(["variant2=nosuch"], "the second side"), (["recipe2=nosuch"], "the second side"),
+             (["variant=nosuch", "variant2=debug"], "the first side"),
+             (["variant=release"], "variant2="), (["abcdef12", "variant2=debug"], "not both"),
+             (["abcdef12", "abcdef34", "variant=debug"], "not both"),
+             ([f"source2={tmp_path / 'missing'}"], "source2="), (["variantt2=debug"], "variant2=")]
+    for args, says in cases:
+        res = doit("why", *args)
+        assert res.returncode == 2, (args, res.output)
+        lines = res.output.strip().splitlines()
+        assert len(lines) == 1 and "Traceback" not in res.output and says in lines[0], (args, lines)
+    assert not (store / "store").exists() or not list((store / "store").iterdir())
