@@ -15,7 +15,8 @@ from typing import Any
 from orchestrator.errors import UserError
 from orchestrator.hashing import digest_of
 from orchestrator.lock.files import load_lock
-from orchestrator.machine_check import check_machine, machine_cache, save_machine_cache
+from orchestrator.machine_check import (check_machine, machine_cache, probe_cache,
+                                         save_machine_cache)
 from orchestrator.model.lock import Lock, LockEntry
 from orchestrator.model.recipe import Recipe, ResolvedVariant, load_recipe, resolve_variant
 from orchestrator.platform_facts import platform_facts
@@ -96,12 +97,12 @@ def make_plan(settings: Settings, store: Store, recipe_name: str | None = None,
     if missing:
         raise UserError(f"{where}: build.uses names {missing[0]!r}, which locks/{recipe.lock}.lock.json "
                         "does not have; add it to the lock spec and run `doit lock`")
-    stats = machine_cache(store)
-    check_machine(lock, keys, stats, save=False)
+    stats, probes = machine_cache(store), probe_cache(store)
+    check_machine(lock, keys, stats, save=False, probes=probes)
     source = prepare_source(settings, recipe, store)
     inputs = {k: lock.entries[k] for k in keys}
     derivation = derivation_of(recipe, resolved, inputs, source.identity)
-    save_machine_cache(stats)  # only once the plan is made: bad input changes nothing
+    save_machine_cache(stats, probes)  # only once the plan is made: bad input changes nothing
     return Plan(recipe=recipe, variant_name=resolved.name, variant=resolved, lock=lock,
                 inputs=inputs, source=source, derivation=derivation,
                 artifact_id=artifact_id_of(derivation))

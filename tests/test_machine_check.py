@@ -1,5 +1,6 @@
-"""The interpreter is probed once per process (make_plan and ensure_toolchain both check it);
-a replaced binary, or the full check, probes it again."""
+"""The interpreter is probed once per process (make_plan and ensure_toolchain both check it)
+and, through the store's probe cache, once per binary across processes; a replaced binary,
+or the full check, probes it again."""
 from __future__ import annotations
 
 import os
@@ -12,6 +13,7 @@ from orchestrator import machine_check
 from orchestrator.errors import UserError
 from orchestrator.hashing import StatCache
 from orchestrator.lock.probe import probe_python
+from orchestrator.lock.probe_cache import ProbeCache
 from orchestrator.machine_check import check_interpreter, check_machine
 from orchestrator.model.lock import Lock
 
@@ -56,3 +58,28 @@ def test_a_replaced_interpreter_is_probed_again(tmp_path: Path, counted: list[st
     with pytest.raises(UserError, match=r"lock drift: python .* sha256"):
         check_interpreter(lock)
     assert len(counted) == 2
+
+
+def test_interpreter_answers_are_remembered_across_processes(tmp_path: Path,
+                                                             counted: list[str]) -> None:
+    """A plan's check reuses the store's probe cache (a new process: the in-process memo is
+    gone); a touched interpreter is probed again, a replaced one is drift."""
+    py = tmp_path / "python3"
+    shutil.copy2(os.path.realpath("/usr/bin/python3"), py)
+    lock = lock_for(py)
+    stats, probes_file = StatCache(tmp_path / "stat.json"), tmp_path / "probes.json"
+    check_machine(lock, ["python"], stats, probes=ProbeCache(probes_file))
+    assert counted == [str(py)] and probes_file.is_file()
+    machine_check._PYTHON_PROBES.clear()  # what a new process starts with
+    check_machine(lock, ["python"], stats, probes=ProbeCache(probes_file))
+    assert counted == [str(py)]
+    machine_check._PYTHON_PROBES.clear()
+    os.utime(py, ns=(py.stat().st_atime_ns, py.stat().st_mtime_ns + 1_000_000_000))
+    check_machine(lock, ["python"], stats, probes=ProbeCache(probes_file))
+    assert len(counted) == 2
+    machine_check._PYTHON_PROBES.clear()
+    with open(py, "ab") as f:
+        f.write(b"\0")
+    with pytest.raises(UserError, match=r"lock drift: python .* sha256"):
+        check_machine(lock, ["python"], stats, probes=ProbeCache(probes_file))
+    assert len(counted) == 3

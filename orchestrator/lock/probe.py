@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from orchestrator.errors import UserError
 from orchestrator.hashing import StatCache, sha256_file, tree_digest
+from orchestrator.lock.probe_cache import ProbeCache
 from orchestrator.model.lock import CompilerEntry, ProgramPin, PythonEntry, SystemPackageEntry
 from orchestrator.model.recipe import describe_validation_error
 
@@ -57,11 +58,19 @@ def probe_python(path: str) -> PythonEntry:
         raise UserError(not_python % f"its probe printed no facts: {str(e)[:80]}") from None
 
 
-def compiler_version_line(exe: str) -> str:
+def _version_output(exe: str) -> str | None:
     try:
-        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60,
-                             errors="replace").stdout
+        return subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60,
+                              errors="replace").stdout
     except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def compiler_version_line(exe: str, probes: ProbeCache | None = None) -> str:
+    """The line of `exe --version` naming the release (`probes`: remembered per binary)."""
+    out = probes.answer(exe, "--version", lambda: _version_output(exe)) if probes is not None \
+        else _version_output(exe)
+    if out is None:
         return "unknown (does not run)"
     lines = [ln.strip() for ln in out.splitlines() if ln.strip()]
     for ln in lines:  # nvcc puts the release on a later line
@@ -91,21 +100,32 @@ def is_script(path: str) -> bool:
         return False
 
 
-def driver_programs(name: str, exe: str,
-                    cache: StatCache | None = None) -> dict[str, ProgramPin] | None:
-    """The programs the driver says it runs (`-print-prog-name`), each with its sha256."""
+def _prog_name(exe: str, prog: str) -> str | None:
+    """What `exe -print-prog-name=prog` prints; None when it does not run or prints nothing
+    (not a GCC-style driver)."""
+    try:
+        res = subprocess.run([exe, f"-print-prog-name={prog}"], capture_output=True,
+                             text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    reported = res.stdout.strip()
+    return reported if res.returncode == 0 and reported else None
+
+
+def driver_programs(name: str, exe: str, cache: StatCache | None = None,
+                    probes: ProbeCache | None = None) -> dict[str, ProgramPin] | None:
+    """The programs the driver says it runs (`-print-prog-name`), each with its sha256.
+    `probes` remembers the driver's answers per binary; where an answer leads (PATH, the
+    file's content) is looked at every time."""
     wanted = DRIVER_PROGRAMS.get(name)
     if wanted is None:
         return None
     out: dict[str, ProgramPin] = {}
     for prog in wanted:
-        try:
-            res = subprocess.run([exe, f"-print-prog-name={prog}"], capture_output=True,
-                                 text=True, timeout=60)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        reported = res.stdout.strip()
-        if res.returncode != 0 or not reported:
+        question = f"-print-prog-name={prog}"
+        reported = probes.answer(exe, question, lambda: _prog_name(exe, prog)) \
+            if probes is not None else _prog_name(exe, prog)
+        if reported is None:
             return None  # not a GCC-style driver
         found = reported if os.path.isabs(reported) else shutil.which(reported)
         if not found or not os.path.isfile(found):
@@ -188,9 +208,12 @@ def nvcc_toolkit(exe: str, cache: StatCache | None = None) -> dict[str, ProgramP
 
 
 def probe_compiler(name: str, command: str, *, pin_programs: bool = False,
-                   cache: StatCache | None = None) -> CompilerEntry:
+                   cache: StatCache | None = None,
+                   probes: ProbeCache | None = None) -> CompilerEntry:
     """The driver (and with pin_programs what it runs: DRIVER_PROGRAMS, or for nvcc its
-    CUDA toolkit), hashed; `cache` spares re-reading unchanged files (check_machine)."""
+    CUDA toolkit), hashed; `cache` spares re-reading unchanged files and `probes` re-asking
+    an unchanged driver (check_machine). nvcc's `--dryrun` is always asked: its answer
+    follows nvcc.profile, not only the binary."""
     exe = shutil.which(command)
     if not exe:
         raise UserError(f"compiler {name}={command!r} not found on PATH; install it or fix [compilers] in the lock spec")
@@ -201,13 +224,16 @@ def probe_compiler(name: str, command: str, *, pin_programs: bool = False,
     programs = None
     if pin_programs:
         programs = (nvcc_toolkit(exe, cache) if name == "nvcc"
-                    else driver_programs(name, exe, cache))
-    return CompilerEntry(name=name, path=exe, version=compiler_version_line(exe), sha256=sha,
+                    else driver_programs(name, exe, cache, probes))
+    return CompilerEntry(name=name, path=exe, version=compiler_version_line(exe, probes), sha256=sha,
                          programs=programs)
 
 
-def probe_syspkg(name: str) -> SystemPackageEntry | None:
-    """The installed version of a Debian package, or None when it is not installed."""
+# dpkg's database: rewritten (a new file) by every install, removal or upgrade.
+DPKG_STATUS = "/var/lib/dpkg/status"
+
+
+def _dpkg_query(name: str) -> dict[str, str] | None:
     res = subprocess.run(["dpkg-query", "-W", "-f", "${Status}\t${Version}\t${Architecture}", name],
                          capture_output=True, text=True)
     if res.returncode != 0:
@@ -215,4 +241,12 @@ def probe_syspkg(name: str) -> SystemPackageEntry | None:
     status, version, arch = res.stdout.split("\t")
     if not status.endswith("installed") or status.startswith("deinstall"):
         return None
-    return SystemPackageEntry(name=name, version=version, arch=arch)
+    return {"name": name, "version": version, "arch": arch}
+
+
+def probe_syspkg(name: str, probes: ProbeCache | None = None) -> SystemPackageEntry | None:
+    """The installed version of a Debian package, or None when it is not installed
+    (`probes`: remembered while dpkg's status database is unchanged)."""
+    found = probes.answer(DPKG_STATUS, f"dpkg-query {name}", lambda: _dpkg_query(name)) \
+        if probes is not None else _dpkg_query(name)
+    return SystemPackageEntry(**found) if found is not None else None
