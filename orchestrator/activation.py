@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from orchestrator.realise import Realised
 from orchestrator.store import Store
+from orchestrator.toolchain import Toolchain
 from orchestrator.workspace import Workspace
 
 
-def activate(ws: Workspace, store: Store, r: Realised) -> tuple[int, bool]:
-    """Point ws at r; returns (generation, changed). r.toolchain is the one realise ensured
-    (a present or pulled artifact's is ensured here: the env script needs its python)."""
-    return ws.switch(r.path, store, r.toolchain.root, r.plan.recipe.outputs.model_dump())
+def activate(ws: Workspace, store: Store, r: Realised,
+             toolchain: Toolchain | None = None) -> tuple[int, bool]:
+    """Point ws at r; returns (generation, changed). The toolchain linked is `toolchain`
+    (`doit switch`: Realised.toolchain_to_link) or r.toolchain, the one realise ensured (a
+    present artifact's is ensured here, files checked: the bot runs smoke tests from it)."""
+    tc = toolchain if toolchain is not None else r.toolchain
+    return ws.switch(r.path, store, tc.root, r.plan.recipe.outputs.model_dump())

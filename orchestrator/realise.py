@@ -19,7 +19,7 @@ from orchestrator.plan import Plan, make_plan
 from orchestrator.reverify import reverify_if_rules_changed, rules_digest
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from orchestrator.toolchain import Toolchain, ensure_toolchain
+from orchestrator.toolchain import Toolchain, ensure_toolchain, linked_toolchain
 
 if TYPE_CHECKING:
     from orchestrator.builders.process import BuildFailed
@@ -45,6 +45,12 @@ class Realised:
         if self._toolchain is None:
             self._toolchain = ensure_toolchain(self.store, self.plan.lock)
         return self._toolchain
+
+    def toolchain_to_link(self) -> Toolchain:
+        """What a switch links (.orch/toolchain, env.sh) and runs nothing from: the toolchain
+        realise ensured, else `linked_toolchain` (materialized, its files not lstat()ed)."""
+        return self._toolchain if self._toolchain is not None else \
+            linked_toolchain(self.store, self.plan.lock)
 
 
 def keep_failed_build(store: Store, plan: Plan, stage: Path, build_dir: Path,

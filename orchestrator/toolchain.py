@@ -248,6 +248,21 @@ def probe_torch(python: Path) -> dict[str, object] | None:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
+def linked_toolchain(store: Store, lock: Lock) -> Toolchain:
+    """The toolchain of `lock` for a command that only links it and runs nothing from it
+    (`doit switch`: .orch/toolchain and env.sh name it): the locked interpreter is checked
+    and the toolchain must be materialized (ensure_toolchain when it is not), but its ~20k
+    files are not lstat()ed. Every command that runs a program from it does that
+    (ensure_toolchain: a build, check=1, `doit verify`, `doit vscode`, the bot's smoke tests);
+    `doit verify toolchain=1` re-hashes them."""
+    final = store.toolchains_dir / toolchain_hash(lock)
+    if not isinstance(lock.entries.get("python"), PythonEntry) \
+            or not (final / TOOLCHAIN_JSON).is_file():
+        return ensure_toolchain(store, lock)
+    check_interpreter(lock)
+    return Toolchain(final, lock)
+
+
 def ensure_toolchain(store: Store, lock: Lock, substituter: Substituter | None = None) -> Toolchain:
     """Return the materialized toolchain for this lock, creating it once: from `substituter`
     (a teammate's signed copy) when it can deliver, else from the locked wheels and debs."""

@@ -25,7 +25,7 @@ from orchestrator.machine_check import check_machine
 from orchestrator.model.lock import CompilerEntry
 from orchestrator.store import Store
 from orchestrator.toolchain import (FILES_MANIFEST, TOOLCHAIN_JSON, check_toolchain, ensure_toolchain,
-                                    toolchain_hash)
+                                    linked_toolchain, toolchain_hash)
 from conftest import copy_project
 
 REPO = Path(__file__).resolve().parents[1]
@@ -104,6 +104,40 @@ def test_changed_file_is_drift_at_use_and_at_verify(mini: tuple[Path, Path, Path
         f.write_bytes(original)
         os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
     check_toolchain(root, full=True)
+
+
+def test_a_switch_links_without_lstat_and_every_run_from_it_still_checks(
+        mini: tuple[Path, Path, Path]) -> None:
+    """`doit switch` runs nothing from the toolchain (linked_toolchain: no lstat of its ~20k
+    files, issue 12); whatever runs a program from it (ensure_toolchain: a build, check=1,
+    `doit verify`, `doit vscode`, the bot's smoke tests) still refuses a tampered file, and
+    `doit verify toolchain=1` re-hashes."""
+    project, store, root = mini
+    lock = load_lock(project / "locks", "mini")
+    f = root / "venv" / "pyvenv.cfg"
+    original, st = f.read_bytes(), f.stat()
+    try:
+        f.write_bytes(original + b"junk\n")
+        assert linked_toolchain(Store(store), lock).root == root
+        with pytest.raises(UserError, match=r"toolchain drift: .*venv/pyvenv.cfg changed"):
+            ensure_toolchain(Store(store), lock)
+        res = _doit(project, "verify", "toolchain=1", "lock=mini", f"store={store}")
+        assert res.returncode == 2 and "venv/pyvenv.cfg changed" in res.stderr, res.stderr
+        res = _doit(project, "build", "recipe=mini", "variant=release", f"store={store}",
+                    "substitute=0")
+        assert res.returncode == 2 and "toolchain drift:" in res.stderr, res.stderr
+    finally:
+        f.write_bytes(original)
+        os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    check_toolchain(root, full=True)
+
+
+def test_linking_a_missing_toolchain_materializes_it(tmp_path: Path) -> None:
+    project = _project_with_mini_lock(tmp_path)
+    lock = load_lock(project / "locks", "mini")
+    tc = linked_toolchain(Store(tmp_path / "store"), lock)
+    assert (tc.root / TOOLCHAIN_JSON).is_file() and (tc.root / FILES_MANIFEST).is_file()
+    check_toolchain(tc.root)
 
 
 def test_added_file_is_reported_by_the_full_check(mini: tuple[Path, Path, Path]) -> None:

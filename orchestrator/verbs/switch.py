@@ -13,8 +13,11 @@ from orchestrator.workspace import Workspace
 def cmd_switch(settings: Settings) -> None:
     store = Store(settings.store_root)
     r = realise(settings, store)
-    gen, changed = activate(Workspace(settings.workspace), store, r)
-    refresh_if_managed(settings, r.plan, r.toolchain)  # .vscode/ etc. follow the new variant
+    # The switch runs nothing from the toolchain: it is linked, its files are not lstat()ed
+    # (toolchain.linked_toolchain); whatever runs a program from it checks them.
+    toolchain = r.toolchain_to_link()
+    gen, changed = activate(Workspace(settings.workspace), store, r, toolchain)
+    refresh_if_managed(settings, r.plan, toolchain)  # .vscode/ etc. follow the new variant
     state = "switched" if changed else "already active"
     emit(settings, {"generation": gen, "changed": changed, "path": str(r.path),
                     "id": r.plan.artifact_id, "origin": r.origin},
