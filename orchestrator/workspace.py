@@ -6,13 +6,14 @@ Everything in the workspace (env.sh, IDE files, compile_commands.json) refers th
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import re
 import shlex
 from pathlib import Path
-
-from filelock import FileLock
+from typing import Iterator
 
 from orchestrator.errors import UserError
 from orchestrator.fs import atomic_symlink, is_stale_temp, write_atomic
@@ -30,9 +31,18 @@ class Workspace:
         self.toolchain_link = self.orch / "toolchain"
         self.env_script = self.orch / "env.sh"
 
-    def _lock(self) -> FileLock:
+    @contextlib.contextmanager
+    def _lock(self) -> Iterator[None]:
+        """One process at a time changes the workspace's links: flock(2) on .orch/.lock, the
+        lock filelock's FileLock takes on Linux (so either kind of holder excludes the
+        other), without importing filelock on every switch."""
         self.orch.mkdir(parents=True, exist_ok=True)
-        return FileLock(str(self.orch / ".lock"))
+        fd = os.open(self.orch / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing the descriptor releases the lock
 
     def clean_stale(self) -> list[Path]:
         """Remove .orch/ temp files (`.<name>.tmp-<pid>-<hex>`, and the root's

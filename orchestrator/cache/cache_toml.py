@@ -20,13 +20,15 @@ import re
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from orchestrator.cache.signing import TrustedKeys
 from orchestrator.errors import UserError
 from orchestrator.model.user_file import read_toml
+
+if TYPE_CHECKING:  # nacl: loaded only where keys are used, not by every build's settings
+    from orchestrator.cache.signing import TrustedKeys
 
 CONFIG_ENV = "ORCH_CACHE_CONFIG"
 TOKEN_ENV = "ORCH_CACHE_TOKEN"
@@ -89,6 +91,8 @@ class CacheConfig(BaseModel):
         return self.push or (self.substituters[0] if self.substituters else "")
 
     def trusted(self) -> TrustedKeys:
+        from orchestrator.cache.signing import TrustedKeys
+
         return TrustedKeys(self.trusted_keys)
 
 

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 from orchestrator.fs import write_atomic
 from orchestrator.ide.cmake_presets import cmake_presets, presets_path
 from orchestrator.ide.debugger_init import gdbinit_block, lldbinit_block, replace_block, wrappers
-from orchestrator.ide.from_plan import spec_for
 from orchestrator.ide.jsonc import dump_json
 from orchestrator.ide.spec import IdeSpec
 from orchestrator.ide.vscode_files import (cpp_properties_json, launch_json, settings_json,
@@ -69,5 +68,7 @@ def refresh_if_managed(settings: Settings, plan: Plan | None = None,
     """After a switch to `plan` (built with `toolchain`, when the caller has it): rewrite the IDE
     files when this workspace's are managed."""
     if is_managed(settings.workspace):
+        from orchestrator.ide.from_plan import spec_for  # the builders: not for every switch
+
         spec, _ = spec_for(settings, plan, toolchain)
         write_files(spec)

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from orchestrator.builders.compile_cache import distcc, sccache
 from orchestrator.builders.compile_cache.kind import CompileCache, resolve
-from orchestrator.builders.compile_cache.remote import ccache_remote, sccache_remote
 from orchestrator.builders.compile_cache.stats import STATS_LOG, BuildStats, read_stats
 from orchestrator.cache.compile_config import CompileCacheConfig, load_compile_cache_config
 from orchestrator.console import console
@@ -40,6 +39,9 @@ def for_build(settings: Settings, kind: str, deb_root: Path, directory: Path,
               venv: Path | None = None) -> CompileCache:
     """The compile cache of one build: settings checked, the remote and the distcc hosts
     probed. An unreachable one costs one warning line and is left out, never the build."""
+    # here: http.client and cache.toml's secrets cost every start (a no-op build, a switch)
+    from orchestrator.builders.compile_cache.remote import ccache_remote, sccache_remote
+
     ls = launcher_settings(settings)
     cc = resolve(kind, deb_root, directory, None, venv)
     if not cc.enabled:
