@@ -22,9 +22,15 @@ class BuildFailed(CheckFailed):
     """A configure/compile/install step exited non-zero."""
 
 
-# Kills the build's process group when our end of its stdin closes without "done": that is,
-# when this process dies, even by SIGKILL (the kernel closes the pipe for us).
-GUARD = 'read -r word; [ "$word" = done ] || kill -9 -"$1" 2>/dev/null; exit 0'  # dash: no --
+# Stops the build when our end of its stdin closes without "done": that is, when this process
+# dies, even by SIGKILL (the kernel closes the pipe for us). First SIGTERM to the step's leader:
+# ninja runs every job in a process group of its own and ends those groups when it is told to
+# stop, which a SIGKILL of ninja's group does not let it do (the compilers ran on, orphaned,
+# writing into the build tree). Then, after at most STOP_GRACE_S, SIGKILL to the leader's group.
+STOP_GRACE_S = 10
+GUARD = ('read -r word; [ "$word" = done ] && exit 0; kill -TERM "$1" 2>/dev/null; i=0; '
+         f'while kill -0 "$1" 2>/dev/null && [ $i -lt {STOP_GRACE_S * 10} ]; do sleep 0.1; '
+         'i=$((i+1)); done; kill -9 -"$1" 2>/dev/null; exit 0')  # dash: no --
 
 
 def _start_guard(pgid: int) -> tuple[subprocess.Popen, IO[str]]:
@@ -40,6 +46,17 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """As the guard does: SIGTERM to the leader (ninja ends its jobs' groups), then SIGKILL
+    to its group."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=STOP_GRACE_S)
+    _kill_group(proc.pid)
 
 
 def run_logged(cmd: Sequence[str | Path], *, env: dict[str, str], log: Path, title: str,
@@ -75,7 +92,7 @@ def run_logged(cmd: Sequence[str | Path], *, env: dict[str, str], log: Path, tit
                                     description=clip_end(line[m.end():].strip(), width))
             rc = proc.wait()
         except BaseException:
-            _kill_group(proc.pid)
+            _stop(proc)
             proc.wait()
             raise
         finally:
