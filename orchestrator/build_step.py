@@ -1,15 +1,21 @@
 """Run a recipe's builder once: the one place a builder is run (build, rebuild=1, check=1).
 
 The build gets the toolchain's environment, the compile cache's (with its stats line after
-the build, and its server stopped whatever happens), the variant's env and MAX_JOBS.
+the build, and its server stopped whatever happens), the variant's env and MAX_JOBS. After
+it, staged files the build tree's last commit staged alike become their pool inodes
+(`Store.reuse_unchanged`): an incremental build's commit and verify then read only what
+changed. check=1 and rebuild=1 build in a new or wiped tree, which has no record to reuse.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
+from orchestrator.builders.cmake_steps import CONFIGURE_STAMP
 from orchestrator.builders.compile_cache import launcher
 from orchestrator.builders.context import BuildContext
+from orchestrator.builders.install_map import install_sources
 from orchestrator.builders.registry import get_builder
+from orchestrator.hashing import digest_of
 from orchestrator.plan import Plan
 from orchestrator.settings import Settings
 from orchestrator.store import Store
@@ -35,4 +41,23 @@ def run_builder(settings: Settings, store: Store, plan: Plan, toolchain: Toolcha
         launcher.report_build(cc, build_dir)  # the summary's hits/misses line
     finally:
         launcher.end_build(cc)  # sccache: its server stops with the build
+    reuse_installed(store, stage, build_dir)
     return used
+
+
+def reuse_installed(store: Store, stage: Path, build_dir: Path) -> None:
+    """Staged copies of unchanged build-tree or source files get their committed inodes
+    (Store.reuse_unchanged). Only for trees CMake configured and installed: the configure
+    stamp (the digest of cmake's arguments) and the install scripts are the epoch."""
+    try:
+        stamp = (build_dir / CONFIGURE_STAMP).read_text()
+    except OSError:
+        return  # setuptools, pep517: their outputs are hashed
+    scripts, installed = install_sources(build_dir)
+    if not scripts:
+        return
+
+    def source_of(rel: str) -> Path | None:
+        return installed.source_of(rel[len("prefix/"):]) if rel.startswith("prefix/") else None
+
+    store.reuse_unchanged(stage, build_dir, digest_of([stamp, scripts]), source_of)

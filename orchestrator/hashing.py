@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
-from orchestrator.fs import write_atomic
+from orchestrator.fs import temp_sibling, write_atomic
 
 CHUNK = 1 << 20
 
@@ -32,6 +32,54 @@ def sha256_file(path: Path | str) -> str:
         while chunk := f.read(CHUNK):
             h.update(chunk)
     return h.hexdigest()
+
+
+# Content hashes this process already knows, by inode identity (device, inode, size,
+# mtime_ns, ctime_ns: any write or link changes one of them): the pool inodes a stage was
+# given by Store.reuse_unchanged, so that Manifest.scan_files does not read them again.
+_KNOWN: dict[tuple[int, int, int, int, int], str] = {}
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def remember_sha256(st: os.stat_result, digest: str) -> None:
+    """Record that the inode `st` describes (as it is now) has content `digest`."""
+    _KNOWN[_identity(st)] = digest
+
+
+def remembered_sha256(st: os.stat_result) -> str | None:
+    """The content recorded for the inode `st` describes (as it is now), if any."""
+    return _KNOWN.get(_identity(st))
+
+
+def known_sha256(path: Path, st: os.stat_result) -> str:
+    """sha256 of `path`, whose lstat is `st`: remembered for that identity, else read."""
+    return _KNOWN.get(_identity(st)) or sha256_file(path)
+
+
+def local_secret(path: Path) -> bytes:
+    """An HMAC key private to this store's owner: 32 random bytes in `path` (mode 0600),
+    made by the first process that needs it (the others read the one that won)."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_sibling(path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, os.urandom(32))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink()
+    return path.read_bytes()
 
 
 def digest_of(obj: Any) -> str:

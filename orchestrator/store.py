@@ -8,19 +8,28 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
+import hmac
+import json
 import os
 import re
-from dataclasses import dataclass
+import stat
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from orchestrator.fs import (fsync_dir, is_stale_temp, make_writable, remove_tree, temp_in,
                              temp_sibling, write_atomic)
-from orchestrator.hashing import pretty_json
+from orchestrator.hashing import canonical_json, local_secret, pretty_json, remember_sha256
 from orchestrator.model.manifest import MANIFEST_NAME, Manifest
 
 if TYPE_CHECKING:  # filelock (asyncio with it) is imported when a lock is taken
     from filelock import FileLock
+
+# In a build tree: what its last commit staged, {"epoch", "files": {path: [size, exec,
+# source dev, ino, size, mtime_ns, ctime_ns, sha256]}} (see Store.reuse_unchanged).
+STAGE_RECORD = ".orch-stage-record.json"
+NS = 1_000_000_000
 
 ARTIFACT_RE = re.compile(r"^(?P<id>[0-9a-f]{40})-(?P<recipe>[a-z0-9][a-z0-9_.-]*?)-(?P<variant>[a-z0-9][a-z0-9_.-]*)$")
 
@@ -30,6 +39,16 @@ class CommitStats:
     files: int = 0
     bytes_new: int = 0       # bytes that became new inodes in the store
     bytes_linked: int = 0    # bytes hard-linked from content already in the store
+
+
+@dataclass
+class StageRecord:
+    """What `reuse_unchanged` saw of a stage, written into its build tree at commit."""
+    path: Path                      # <build tree>/.orch-stage-record.json
+    epoch: str                      # configure arguments + install scripts
+    # staged path -> [size, exec, source dev, ino, size, mtime_ns, ctime_ns]
+    seen: dict[str, list] = field(default_factory=dict)
+    reused: int = 0                 # staged files replaced by their pool inode (not hashed)
 
 
 class Store:
@@ -43,6 +62,7 @@ class Store:
         self.locks_dir = self.root / "locks"
         self.gcroots_dir = self.root / "gcroots"
         self.last_commit = CommitStats()
+        self._records: dict[Path, StageRecord] = {}  # stage -> what reuse_unchanged saw
 
     def ensure(self) -> "Store":
         for d in (self.store_dir, self.tmp_dir, self.build_dir, self.toolchains_dir,
@@ -146,6 +166,85 @@ class Store:
             stats.bytes_new += entry.size
         return stats
 
+    def reuse_unchanged(self, stage: Path, build_dir: Path, epoch: str,
+                        source_of: Callable[[str], Path | None]) -> StageRecord:
+        """Give each staged file that is a copy of an unchanged file its committed inode
+        from links/, so that neither commit nor verify reads it again.
+
+        `source_of(staged path)` names the file the install copied (builders.install_map);
+        `epoch` stands for everything else the copy depends on (configure arguments, install
+        scripts). A staged file is the same as last time when the build tree's record has it
+        with the same size and exec bit, copied under the same epoch from a source with the
+        same (device, inode, size, mtime_ns, ctime_ns): no write to the source can keep all
+        of these. Everything else (unknown sources, a reconfigure, no record) is hashed by
+        the commit as before. Only a pool inode is linked in (read-only, named by its sha256,
+        never written), so no later build can change a committed file."""
+        record = StageRecord(build_dir / STAGE_RECORD, epoch)
+        self._records[stage] = record
+        try:
+            previous = json.loads(record.path.read_text())
+            files = previous["files"]
+            if previous.get("epoch") != epoch or not hmac.compare_digest(
+                    str(previous.get("mac")), self._record_mac(epoch, files)):
+                files = {}  # another configure, or not written by this store: hash everything
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            files = {}
+        linked: list[tuple[Path, str]] = []
+        for dirpath, _, names in os.walk(stage):
+            for name in names:
+                f = Path(dirpath) / name
+                rel = f.relative_to(stage).as_posix()
+                source = source_of(rel)
+                st = f.lstat()
+                if source is None or not stat.S_ISREG(st.st_mode):
+                    continue
+                try:
+                    src = source.stat()
+                except OSError:
+                    continue
+                if st.st_mtime_ns // NS != src.st_mtime_ns // NS or src.st_ctime_ns > st.st_ctime_ns:
+                    continue  # not a plain copy of the source as it is now (the install gives
+                    # a copy its source's mtime; a source changed after the copy is newer)
+                seen = [st.st_size, bool(st.st_mode & 0o111), src.st_dev, src.st_ino,
+                        src.st_size, src.st_mtime_ns, src.st_ctime_ns]
+                record.seen[rel] = seen
+                old = files.get(rel)
+                if not (isinstance(old, list) and old[:-1] == seen):
+                    continue
+                pooled = self.link_for(str(old[-1]), seen[1])
+                if pooled is None or pooled.stat().st_size != st.st_size:
+                    continue
+                tmp = temp_sibling(f)
+                try:
+                    os.link(pooled, tmp)
+                except OSError:  # too many links, another device: hashed as before
+                    continue
+                os.replace(tmp, f)
+                linked.append((f, str(old[-1])))
+        for f, digest in linked:  # after every link: a link changes the inode's ctime
+            remember_sha256(f.lstat(), digest)
+        record.reused = len(linked)
+        return record
+
+    def _write_record(self, staged: Path, manifest: Manifest) -> None:
+        """The record the next build's reuse_unchanged compares with (best effort: without
+        it the next commit hashes everything, as before)."""
+        record = self._records.pop(staged, None)
+        if record is None:
+            return
+        files = {e.path: [*record.seen[e.path], e.sha256] for e in manifest.files
+                 if e.kind == "file" and e.path in record.seen}
+        with contextlib.suppress(OSError):
+            write_atomic(record.path, json.dumps({"epoch": record.epoch, "files": files,
+                                                  "mac": self._record_mac(record.epoch, files)}),
+                         durable=False)
+
+    def _record_mac(self, epoch: str, files: object) -> str:
+        """HMAC of a stage record under the store's secret: a record edited by anyone who
+        cannot read <store>/cache/stage-records.key links nothing."""
+        key = local_secret(self.root / "cache" / "stage-records.key")
+        return hmac.new(key, canonical_json([epoch, files]), hashlib.sha256).hexdigest()
+
     def commit(self, staged: Path, manifest: Manifest) -> Path:
         """Dedupe, write manifest.json, make read-only, rename into store/ in one step."""
         self.store_dir.mkdir(parents=True, exist_ok=True)
@@ -160,8 +259,10 @@ class Store:
                          mode=0o444)
             for entry in manifest.files:
                 p = staged / entry.path
-                if entry.kind == "file":
-                    os.chmod(p, 0o555 if entry.mode & 0o111 else 0o444)
+                mode = 0o555 if entry.mode & 0o111 else 0o444
+                # a pool inode has its mode already (a chmod would still touch its ctime)
+                if entry.kind == "file" and stat.S_IMODE(p.stat().st_mode) != mode:
+                    os.chmod(p, mode)
             for dirpath, _, _ in os.walk(staged, topdown=False):
                 os.chmod(dirpath, 0o555)
             fsync_dir(staged)
@@ -171,6 +272,7 @@ class Store:
             os.rename(staged, final)
             os.chmod(final, 0o555)
             fsync_dir(self.store_dir)
+            self._write_record(staged, manifest)
         return final
 
     # -- gc -------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from orchestrator.hashing import sha256_file
+from orchestrator.hashing import known_sha256
 
 MANIFEST_NAME = "manifest.json"
 
@@ -45,7 +45,8 @@ class Manifest(BaseModel):
 
     @staticmethod
     def scan_files(root: Path) -> list[FileEntry]:
-        """Every file and symlink under root (manifest.json excluded), sorted by path."""
+        """Every file and symlink under root (manifest.json excluded), sorted by path. A file
+        whose inode this process already hashed (`hashing.remember_sha256`) is not read."""
         entries: list[FileEntry] = []
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames.sort()
@@ -61,6 +62,6 @@ class Manifest(BaseModel):
                 elif stat.S_ISREG(st.st_mode):
                     mode = 0o755 if st.st_mode & 0o111 else 0o644
                     entries.append(FileEntry(path=rel, kind="file", size=st.st_size, mode=mode,
-                                             sha256=sha256_file(p)))
+                                             sha256=known_sha256(p, st)))
         entries.sort(key=lambda e: e.path)
         return entries

@@ -1,0 +1,95 @@
+"""An incremental build's commit reads only what changed (Store.reuse_unchanged): real demo
+builds (cmake, ninja, gcc), run in this process so that every file the build hashes is seen."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from orchestrator import hashing
+from orchestrator.hashing import sha256_file
+from orchestrator.realise import realise
+from orchestrator.settings import Settings
+from orchestrator.store import STAGE_RECORD, Store
+from orchestrator.verify import cache as verify_cache
+
+UNCHANGED = ["prefix/lib/libdemo_core.so", "prefix/include/demo/core.h",
+             "prefix/include/demo/ops.h", "prefix/python/demo/__init__.py"]
+
+
+@pytest.fixture
+def build(project: Path, store: Path, monkeypatch: pytest.MonkeyPatch):
+    """build() -> (artifact dir, staged paths that were read to hash them)."""
+    def run() -> tuple[Path, set[str]]:
+        read: set[str] = set()
+
+        def counting(path: Path | str) -> str:
+            p = Path(path)
+            if "/tmp/" in p.as_posix() and ".tmp-" in p.as_posix():  # a staged file
+                read.add(p.as_posix().split(".tmp-", 1)[1].split("/", 1)[1])
+            return sha256_file(p)
+
+        monkeypatch.setattr(hashing, "sha256_file", counting)
+        monkeypatch.setattr(verify_cache, "sha256_file", counting)
+        settings = Settings.from_vars(project, {"store": str(store), "substitute": "0"})
+        path = realise(settings, Store(store)).path
+        monkeypatch.undo()
+        return path, read
+    return run
+
+
+def edit_kernel(project: Path, n: int) -> None:
+    kernel = project / "recipes/demo/ops/add_kernel.cpp"
+    kernel.write_text(f"// edit {n}\n" + kernel.read_text())
+
+
+def manifest_matches_content(art: Path) -> None:
+    manifest = Store.read_manifest(art)
+    for f in manifest.files:
+        if f.kind == "file":
+            assert sha256_file(art / f.path) == f.sha256, f.path
+
+
+def test_an_edited_cpp_rehashes_only_what_changed(project, store, build):
+    first, read = build()
+    assert set(UNCHANGED) <= read  # nothing recorded yet: everything is hashed
+    edit_kernel(project, 1)
+    second, read = build()
+    assert second != first
+    assert "prefix/lib/libdemo_ops.so" in read       # ninja relinked it
+    assert not read & set(UNCHANGED), read           # copies of unchanged files: not read
+    for rel in UNCHANGED:                            # the same committed inode
+        assert (second / rel).stat().st_ino == (first / rel).stat().st_ino
+    manifest_matches_content(second)
+    record = json.loads(next((Path(store) / "build").glob(f"demo-*/{STAGE_RECORD}")).read_text())
+    assert set(UNCHANGED) <= set(record["files"]) and record["mac"]
+    # A changed source file (same size) is hashed again and committed with its new content.
+    header = project / "recipes/demo/core/core.h"
+    header.write_text(header.read_text().replace("A minimal 1-D", "A minimal 1-d"))
+    third, read = build()
+    assert "prefix/include/demo/core.h" in read and "prefix/include/demo/ops.h" not in read
+    assert "1-d tensor" in (third / "prefix/include/demo/core.h").read_text()
+    manifest_matches_content(third)
+
+
+def test_a_tampered_record_links_nothing(project, store, build):
+    build()
+    [path] = (Path(store) / "build").glob(f"demo-*/{STAGE_RECORD}")
+    record = json.loads(path.read_text())
+    entry = record["files"]["prefix/include/demo/core.h"]
+    # Other content of the same size in the pool, and the record pointing core.h at it:
+    # believed, the next build would commit it as core.h.
+    fake = Path(store) / "fake.h"
+    fake.write_bytes(b"x" * entry[0])
+    digest = sha256_file(fake)
+    fake.chmod(0o444)
+    fake.rename(Path(store) / "links" / digest)
+    entry[-1] = digest
+    path.write_text(json.dumps(record))
+    edit_kernel(project, 2)
+    art, read = build()
+    assert set(UNCHANGED) <= read  # the record is not believed: everything is hashed
+    assert (art / "prefix/include/demo/core.h").read_bytes() == \
+        (project / "recipes/demo/core/core.h").read_bytes()
+    manifest_matches_content(art)
