@@ -58,9 +58,12 @@ def apply_links(root: Path, orch: Path, artifact: Path) -> list[str]:
 def prune_links(root: Path, orch: Path, keep: list[str]) -> None:
     """After the flip: drop links of the previous artifact that the new one does not have."""
     state = orch / STATE
-    before = json.loads(state.read_text()) if state.is_file() else []
+    text = json.dumps(sorted(keep)) + "\n"
+    before_text = state.read_text() if state.is_file() else None
+    before = json.loads(before_text) if before_text is not None else []
     for rel in set(before) - set(keep):
         link = root / rel
         if _points_into_profile(link, orch):
             link.unlink()
-    write_atomic(state, json.dumps(sorted(keep)) + "\n")
+    if text != before_text:  # unchanged (the usual switch): no write, no fsync
+        write_atomic(state, text)

@@ -183,3 +183,23 @@ def test_no_op_build_and_switch_leave_heavy_modules_unimported(doit, project: Pa
         heavy = sorted(m for m in loaded if m.split(".")[0] in NOT_ON_THE_NO_OP_PATH
                        or any(m == n or m.startswith(n + ".") for n in NOT_ON_THE_NO_OP_PATH))
         assert not heavy, (args[0], heavy)
+
+
+def test_no_op_build_and_switch_write_nothing_they_do_not_need(doit, project: Path,
+                                                                tmp_path: Path) -> None:
+    """doit's dependency DB stays in memory (no sqlite file, no fdatasync per command); a
+    switch rewrites the workspace's link state only when it changes (no fsync per switch)."""
+    assert doit("build").returncode == 0
+    assert doit("build").returncode == 0
+    assert (project / ".orch").is_dir() and not list((project / ".orch").glob("doit.sqlite3*"))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    assert doit("switch", f"workspace={ws}").returncode == 0
+    state = ws / ".orch" / "workspace-links.json"
+    before = state.stat()
+    for variant in ("release", "relwithdebinfo"):
+        res = doit("switch", f"workspace={ws}", f"variant={variant}")
+        assert res.returncode == 0, res.output
+    after = state.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert state.read_text() == "[]\n"
