@@ -8,13 +8,16 @@ manifest's build_s, ccache's hits/misses from the build summary):
   warm local         same store, artifacts and build trees removed, local cache warm
   remote only        another store (empty local cache), only the remote warm
   second checkout    the same tree copied to another path, same store
-  distcc             empty store, no remote, misses sent to a distccd on 127.0.0.1
+  distcc             empty store, no remote, misses sent to a distccd on 127.0.0.1 (the
+                     default variant, -g: through orch-distcc-compile, byte-identical)
   sccache cold/warm  compile_cache=sccache, local cache only: empty store, then rebuilt
+  sccache 2nd ch.    the second checkout with compile_cache=sccache, same store
 
     .venv/bin/python benchmarks/compile_cache.py [--rounds N] [--keep DIR]
 
 Goals (issue 9): warm >= 10x faster than cold (c10; the demo is dominated by cmake's
-configure, see build_s), second checkout >= 95 % hits, distcc on loopback <= 1.3x local.
+configure, see build_s), second checkout >= 95 % hits (ccache and sccache), distcc on
+loopback <= 1.3x local.
 The c10 slice of PyTorch is not run here (too heavy for a shared 2-core machine).
 Needs nginx and distccd on PATH.
 """
@@ -143,9 +146,11 @@ def run(work: Path, rounds: int) -> list[Result]:
                 b.build("distcc (loopback)", b.store(f"c{r}"), src, b.local_cfg,
                         f"distcc_hosts=127.0.0.1:{port}/4"),
             ]
-            s = b.store(f"s{r}")  # compile_cache=sccache, local only: cold, then warm
+            s = b.store(f"s{r}")  # compile_cache=sccache, local only: cold, warm, elsewhere
             results += [b.build("sccache cold", s, src, b.local_cfg, "compile_cache=sccache"),
-                        b.build("sccache warm", s, src, b.local_cfg, "compile_cache=sccache")]
+                        b.build("sccache warm", s, src, b.local_cfg, "compile_cache=sccache"),
+                        b.build("sccache 2nd checkout", s, other, b.local_cfg,
+                                "compile_cache=sccache")]
             nginx_area = nginx.root / "cache" / "ccache"
             if nginx_area.exists():
                 shutil.rmtree(nginx_area)  # next round starts with an empty remote

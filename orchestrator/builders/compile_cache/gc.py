@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from orchestrator.builders.compile_cache.kind import ccache_binary
+from orchestrator.builders.compile_cache.sccache import OWN_DIR
 from orchestrator.cache.compile_config import CompileCacheConfig
 from orchestrator.errors import UserError
 
@@ -53,7 +54,9 @@ def trim_sccache(directory: Path, max_size: str | None, older_than: str | None) 
     (by mtime) to max_size, and those unused for older_than. Safe because every build stops
     its server (a server re-reads the directory when it starts)."""
     entries = []
-    for dirpath, _, names in os.walk(directory):
+    for dirpath, dirnames, names in os.walk(directory):
+        if Path(dirpath) == directory and OWN_DIR in dirnames:
+            dirnames.remove(OWN_DIR)  # the launcher script and stand-ins, not cache entries
         for n in names:
             p = Path(dirpath) / n
             if p.suffix == ".log":

@@ -25,15 +25,22 @@ class CompileCache:
     distcc: Path | None = None  # ccache's prefix_command for misses (distcc.prefix_command)
     distcc_hosts: str = ""      # DISTCC_HOSTS, reachable hosts only
     sccache_remote_env: tuple[tuple[str, str], ...] = ()  # SCCACHE_WEBDAV_* (credentials)
+    sccache_launcher: Path | None = None  # sccache.launcher_script: sccache, paths hidden
 
     @property
     def enabled(self) -> bool:
         return self.kind != "off" and self.binary is not None
 
+    @property
+    def launcher(self) -> Path | None:
+        """What goes in front of a compiler: ccache, or sccache's launcher script (which keeps
+        the checkout's and build tree's paths out of sccache's key)."""
+        return self.sccache_launcher or self.binary
+
     def cmake_defines(self) -> dict[str, str]:
         if not self.enabled:
             return {}
-        return {f"CMAKE_{lang}_COMPILER_LAUNCHER": str(self.binary) for lang in LANGS}
+        return {f"CMAKE_{lang}_COMPILER_LAUNCHER": str(self.launcher) for lang in LANGS}
 
     def env(self, base_dir: Path, stats_log: Path | None = None,
             source_dir: Path | None = None) -> dict[str, str]:
@@ -41,8 +48,9 @@ class CompileCache:
         if not self.enabled:
             return {}
         assert self.directory is not None
-        if self.kind == "sccache":
-            return self.sccache_env(base_dir, source_dir)
+        if self.kind == "sccache":  # the stats log lives in the build tree (begin_stats)
+            return self.sccache_env(base_dir, source_dir,
+                                    stats_log.parent if stats_log is not None else None)
         env = {
             "CCACHE_DIR": str(self.directory),
             "CCACHE_CONFIGPATH": str(self.directory / "ccache.conf"),
@@ -81,8 +89,11 @@ class CompileCache:
                 "SCCACHE_CACHE_SIZE": self.max_size, "SCCACHE_IDLE_TIMEOUT": SCCACHE_IDLE_S,
                 "SCCACHE_ERROR_LOG": str(self.directory / "error.log")}
 
-    def sccache_env(self, base_dir: Path, source_dir: Path | None) -> dict[str, str]:
-        bases = [str(base_dir), *([str(source_dir)] if source_dir is not None else [])]
+    def sccache_env(self, base_dir: Path, source_dir: Path | None,
+                    build_dir: Path | None) -> dict[str, str]:
+        """The server's settings; SCCACHE_BASEDIRS strips the store root, the build tree (its
+        name carries the checkout's hash) and the checkout from the preprocessed text."""
+        bases = [str(d) for d in (base_dir, build_dir, source_dir) if d is not None]
         env = {**self.sccache_client_env(), "SCCACHE_BASEDIRS": os.pathsep.join(bases)}
         if self.remote:  # local disk first, then the team's WebDAV (written through)
             env.update(SCCACHE_MULTILEVEL_CHAIN="disk,webdav", SCCACHE_WEBDAV_ENDPOINT=self.remote,

@@ -48,6 +48,7 @@ def for_build(settings: Settings, kind: str, deb_root: Path, directory: Path,
         return cc
     cc = replace(cc, max_size=ls.config.max_size)
     if cc.kind == "sccache":
+        cc = replace(cc, sccache_launcher=sccache.launcher_script(cc))
         if ls.config.remote:
             cc = sccache_remote(cc, ls.config.remote, ls.config.timeout)
         if ls.hosts:

@@ -1,14 +1,22 @@
-"""The sccache server of a store: started fresh for each build (its counters are the
-build's), asked for its stats, stopped when the build ends."""
+"""The sccache of a store: its launcher script (sccache_compile.py in front of sccache), and
+its server, started fresh for each build (its counters are the build's), asked for its stats,
+stopped when the build ends."""
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
+import sys
+from pathlib import Path
 
 from orchestrator.builders.compile_cache.kind import CompileCache
 from orchestrator.builders.compile_cache.stats import BuildStats
 from orchestrator.errors import UserError
+from orchestrator.fs import write_atomic
+
+OWN_DIR = "orch"  # <store>/sccache/orch: our launcher script and compiler stand-ins (kept by gc)
+LAUNCHER_SCRIPT = "orch-sccache"
 
 
 def run_sccache(cc: CompileCache, *args: str,
@@ -54,3 +62,19 @@ def sccache_stats(cc: CompileCache) -> BuildStats:
                        "uncacheable": total("non_cacheable_compilations")
                        + total("requests_unsupported_compiler") + total("requests_not_compile")
                        + total("compile_fails")})
+
+
+def launcher_script(cc: CompileCache) -> Path:
+    """<store>/sccache/orch/orch-sccache: sccache_compile.py with this interpreter, sccache
+    and the stand-ins' directory (CMake's launcher is a program, not a command line).
+    Rewritten only when it changed."""
+    assert cc.directory is not None and cc.binary is not None
+    own = cc.directory / OWN_DIR
+    program = Path(__file__).with_name("sccache_compile.py")
+    words = [sys.executable, "-I", str(program), str(cc.binary), str(own / "shims")]
+    text = f"#!/bin/sh\nexec {' '.join(map(shlex.quote, words))} \"$@\"\n"
+    script = own / LAUNCHER_SCRIPT
+    own.mkdir(parents=True, exist_ok=True)
+    if not script.is_file() or script.read_text() != text:
+        write_atomic(script, text, mode=0o755, durable=False)
+    return script
