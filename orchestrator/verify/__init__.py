@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from orchestrator.verify.inputs import Interpreter, VerifyConfig
 from orchestrator.verify.engine import verify_tree
 from orchestrator.verify.report import VerifyReport
-from orchestrator.verify.resolve import SearchConfig
+from orchestrator.verify.resolve import SearchConfig, realpath, within
 
 if TYPE_CHECKING:
     from orchestrator.plan import Plan
@@ -20,8 +20,11 @@ if TYPE_CHECKING:
 __all__ = ["verify_artifact", "verify_tree", "config_for", "VerifyReport", "VerifyConfig"]
 
 
-def config_for(artifact_dir: Path, plan: "Plan", toolchain: "Toolchain") -> VerifyConfig:
-    """The verification inputs of a staged or committed artifact of `plan`."""
+def config_for(artifact_dir: Path, plan: "Plan", toolchain: "Toolchain",
+               hashes: dict[str, str] | None = None) -> VerifyConfig:
+    """The verification inputs of a staged or committed artifact of `plan`. Verdicts are
+    reused from `<store>/cache/verify` (verify/cache.py); `hashes` (path -> sha256) may name
+    the files' content when a caller checks it anyway (doit verify's store-entry check)."""
     from orchestrator.verify.torch_abi import torch_facts
 
     recipe = plan.recipe
@@ -60,9 +63,14 @@ def config_for(artifact_dir: Path, plan: "Plan", toolchain: "Toolchain") -> Veri
         interpreter=interpreter,
         torch=torch,
         preload=preload,
+        cache_dir=store_root / "cache" / "verify",
+        hashes=dict(hashes or {}),
+        # a stage's files are hashed by its commit anyway (hashing.remember_sha256)
+        hash_members=within(realpath(str(artifact_dir)), realpath(str(store_root / "tmp"))),
     )
 
 
-def verify_artifact(staged_dir: Path, plan: "Plan", toolchain: "Toolchain") -> VerifyReport:
+def verify_artifact(staged_dir: Path, plan: "Plan", toolchain: "Toolchain",
+                    hashes: dict[str, str] | None = None) -> VerifyReport:
     """Verify a staged artifact directory (prefix/ + meta/) against its plan and toolchain."""
-    return verify_tree(config_for(staged_dir, plan, toolchain))
+    return verify_tree(config_for(staged_dir, plan, toolchain, hashes))

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from orchestrator.verify.cache import RootKeys, VerdictCache
 from orchestrator.verify.checks.cuda import check_cuda
 from orchestrator.verify.checks.cxx_abi import check_cxx_abi
 from orchestrator.verify.checks.debug_info import check_debug_info
@@ -52,23 +53,39 @@ def _python_hosted(obj: ElfInfo) -> bool:
 
 
 def verify_tree(cfg: VerifyConfig) -> VerifyReport:
-    """Check every ELF file under cfg.prefix; never raises for a failed check."""
+    """Check every ELF file under cfg.prefix; never raises for a failed check. With
+    cfg.cache_dir, a file whose verdict key (verify/cache.py) is recorded is not checked
+    again: its facts come from the record and the report lists it in `reused`."""
     t0 = time.perf_counter()
     resolver = Resolver(cfg.search)
+    cache = VerdictCache.open(cfg.cache_dir) if cfg.cache_dir is not None else None
+    keys = RootKeys(cfg, resolver) if cache is not None else None
     objects: dict[str, ElfInfo] = {}
+    reused: dict[str, FileFacts] = {}
+    order: list[str] = []
+    key_of: dict[str, str] = {}
     findings: list[Finding] = []
     root = cfg.root.resolve()
     for path in cfg.roots if cfg.roots is not None else elf_files(cfg.prefix):
         real = realpath(str(path))
         rel = real[len(str(root)) + 1:] if within(real, str(root)) else str(path)
         try:
-            info = resolver.elf(path)
+            if resolver.head(path).etype not in ("ET_DYN", "ET_EXEC"):
+                continue
+            key = keys.key(path, rel) if keys is not None else None
+            hit = cache.get(key) if cache is not None and key is not None else None
+            info = resolver.elf(path) if hit is None else None
         except ValueError as e:
             findings.append(Finding(check="resolution", severity="fail", file=rel, cause=str(e)))
             continue
-        if info.etype not in ("ET_DYN", "ET_EXEC"):
+        order.append(rel)
+        if hit is not None:
+            reused[rel] = hit[0]
+            findings += hit[1]  # its warnings, as the run that recorded it found them
             continue
-        objects[rel] = info
+        if key is not None:
+            key_of[rel] = key
+        objects[rel] = info  # type: ignore[assignment]
     extensions = {rel for rel, o in objects.items() if is_extension(rel, o, cfg)}
     closures = {}
     for rel, obj in objects.items():
@@ -77,7 +94,7 @@ def verify_tree(cfg: VerifyConfig) -> VerifyReport:
             preload = [cfg.interpreter.path]
         closures[rel] = resolver.closure(obj.path, preload)
     facts = {rel: FileFacts(needed=o.needed, runpath=o.runpath, rpath=o.rpath) for rel, o in objects.items()}
-    state = State(cfg, resolver, objects, closures, extensions, facts)
+    state = State(cfg, resolver, objects, closures, extensions, facts, reused=reused)
     try:
         checks: dict[str, str] = {}
         timings = {"read_and_resolve_s": round(time.perf_counter() - t0, 4)}
@@ -92,6 +109,12 @@ def verify_tree(cfg: VerifyConfig) -> VerifyReport:
             checks[name] = "fail" if any(f.severity == "fail" for f in found) else "pass"
     finally:
         resolver.close()
+    # Only a run without failures records verdicts, and only when each warning names the
+    # file it is about (then a file's verdict is its own facts and warnings).
+    if cache is not None and all(f.severity != "fail" and f.file in order for f in findings):
+        for rel, key in key_of.items():
+            cache.put(key, facts[rel], [f for f in findings if f.file == rel])
+    facts = {rel: facts[rel] if rel in facts else reused[rel] for rel in order}
     overall: dict[str, str] = {}
     for f in facts.values():
         for fam, v in f.max_versions.items():
@@ -100,4 +123,4 @@ def verify_tree(cfg: VerifyConfig) -> VerifyReport:
     return VerifyReport(
         artifact=cfg.artifact, root=str(cfg.root), ok=not any(f.severity == "fail" for f in findings),
         checks=checks, findings=findings, files=facts, max_versions=overall, timings=timings,
-        elapsed_s=round(time.perf_counter() - t0, 3))
+        elapsed_s=round(time.perf_counter() - t0, 3), reused=sorted(reused))

@@ -81,3 +81,7 @@ class VerifyConfig:
     torch: TorchFacts | None = None
     preload: list[Path] = field(default_factory=list)  # loaded before every root (the host)
     roots: list[Path] | None = None  # check only these files (default: every ELF in prefix)
+    # The verdict cache (verify/cache.py), e.g. <store>/cache/verify; None: no reuse.
+    cache_dir: Path | None = None
+    hashes: dict[str, str] = field(default_factory=dict)  # root-relative path -> sha256, trusted
+    hash_members: bool = False  # hash tree files the cache key needs (a stage: commit will)

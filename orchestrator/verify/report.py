@@ -58,6 +58,7 @@ class VerifyReport:
     max_versions: dict[str, str] = field(default_factory=dict)
     elapsed_s: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+    reused: list[str] = field(default_factory=list)  # files whose recorded verdict was used
     schema_version: Literal[1] = 1
 
     @staticmethod

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import glob
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -108,6 +109,7 @@ class Resolver:
     def __init__(self, search: SearchConfig) -> None:
         self.search = search
         self._elves: dict[Path, ElfInfo] = {}
+        self._heads: dict[Path, ElfInfo] = {}
         self._platforms: dict[str, tuple[int, int, int] | None] = {}
 
     def elf(self, path: Path) -> ElfInfo:
@@ -117,6 +119,16 @@ class Resolver:
             info = read_elf(real)
             info.path = real
             self._elves[real] = info
+        return info
+
+    def head(self, path: Path) -> ElfInfo:
+        """The file's dynamic section only (what resolution needs), no symbols."""
+        real = Path(realpath(str(path)))
+        info = self._elves.get(real) or self._heads.get(real)
+        if info is None:
+            info = read_elf(real, symbols=False)
+            info.path = real
+            self._heads[real] = info
         return info
 
     def close(self) -> None:
@@ -156,23 +168,25 @@ class Resolver:
                 return Path(cand), tried
         return None, tried
 
-    def closure(self, root: Path, preload: list[Path] = ()) -> Closure:
+    def closure(self, root: Path, preload: list[Path] = (), heads: bool = False) -> Closure:
         """Load `root` like ld.so would, after `preload` (the host, e.g. the interpreter and
-        torch's _C) has been loaded completely, as by an earlier dlopen."""
+        torch's _C) has been loaded completely, as by an earlier dlopen. heads: read only
+        the files' dynamic sections (`head`), enough to know what loads from where."""
+        read = self.head if heads else self.elf
         objects: list[ElfInfo] = []
         loaded: dict[str, ElfInfo] = {}
         edges: list[Edge] = []
         for p in [*preload, root]:
-            o = self.elf(p)
+            o = read(p)
             if o in objects:
                 continue
             objects.append(o)
             loaded.setdefault(o.soname or o.path.name, o)
-            self._load_deps(o, objects, loaded, edges)
-        return Closure(self.elf(root), objects, edges)
+            self._load_deps(o, objects, loaded, edges, read)
+        return Closure(read(root), objects, edges)
 
     def _load_deps(self, start: ElfInfo, objects: list[ElfInfo], loaded: dict[str, ElfInfo],
-                   edges: list[Edge]) -> None:
+                   edges: list[Edge], read: Callable[[Path], ElfInfo]) -> None:
         queue: list[tuple[ElfInfo, list[ElfInfo]]] = [(start, [])]
         while queue:
             obj, chain = queue.pop(0)
@@ -184,7 +198,7 @@ class Resolver:
                 edges.append(Edge(soname, obj.path, found, tried))
                 if found is None:
                     continue
-                dep = self.elf(found)
+                dep = read(found)
                 loaded[soname] = dep
                 if dep.soname:
                     loaded.setdefault(dep.soname, dep)

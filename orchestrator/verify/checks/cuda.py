@@ -36,7 +36,7 @@ def check_cuda(st: State) -> list[Finding]:
         spec = str(cfg.defines["CMAKE_CUDA_ARCHITECTURES"])
     expected = expected_cuda_images(spec) if spec else None
     out: list[Finding] = []
-    any_fatbin = False
+    any_fatbin = any(f.cuda for f in st.reused.values())
     for rel, obj in st.objects.items():
         images = fatbin_images(obj.path, obj)
         if not images:

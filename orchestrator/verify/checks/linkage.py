@@ -122,6 +122,8 @@ def check_required_symbols(st: State) -> list[Finding]:
     for lib, patterns in cfg.rules.required_symbols.items():
         path = cfg.prefix / lib
         rel = st.rel(path)
+        if rel in st.reused:  # its recorded verdict was made under these same rules
+            continue
         if not path.is_file():
             out.append(Finding(check="required_symbols", severity="fail", file=rel,
                                cause=f"{lib} (named in verify.required_symbols) is not in the prefix"))

@@ -33,13 +33,15 @@ def check_portability(st: State) -> list[Finding]:
     cfg = st.config
     out: list[Finding] = []
     for rel, obj in st.objects.items():
-        mv = max_versions(obj)
-        st.facts[rel].max_versions = mv
+        st.facts[rel].max_versions = max_versions(obj)
+    # Reused files too: whether an entry points into the stage depends on this run's path.
+    for rel, facts in [*st.facts.items(), *st.reused.items()]:
+        mv = facts.max_versions
         for family, limit in cfg.rules.max_versions.items():
             if family in mv and vkey(mv[family]) > vkey(limit):
                 out.append(Finding(check="portability", severity="fail", file=rel,
                                    cause=f"needs {family}_{mv[family]}, above the recipe's maximum {family}_{limit}"))
-        for kind, entries in (("RUNPATH", obj.runpath), ("RPATH", obj.rpath)):
+        for kind, entries in (("RUNPATH", facts.runpath), ("RPATH", facts.rpath)):
             for e in entries:
                 why = _bad_path(e, cfg)
                 if why:

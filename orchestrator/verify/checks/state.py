@@ -19,6 +19,8 @@ class State:
     closures: dict[str, Closure]
     extensions: set[str]
     facts: dict[str, FileFacts]
+    # files not checked again: their facts from a clean earlier run (verify/cache.py)
+    reused: dict[str, FileFacts] = field(default_factory=dict)
     unresolved: dict[str, list[Undefined]] = field(default_factory=dict)
     _blooms: dict[int, tuple | None] = field(default_factory=dict)
 
