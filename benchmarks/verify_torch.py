@@ -60,8 +60,9 @@ def find_torch(explicit: str | None) -> Path | None:
     return None
 
 
-def measure(cmd: list[str], **kw) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS MiB, stdout) of one child process, from wait4's rusage."""
+def measure(cmd: list[str], **kw) -> tuple[float, float, str, float]:
+    """(wall seconds, peak RSS MiB, stdout, CPU seconds) of one child process, from wait4's
+    rusage (CPU time is what a loaded machine distorts least)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, **kw)
     out = b""
@@ -71,7 +72,7 @@ def measure(cmd: list[str], **kw) -> tuple[float, float, str]:
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t0
-    return wall, usage.ru_maxrss / 1024, out.decode(errors="replace")
+    return wall, usage.ru_maxrss / 1024, out.decode(errors="replace"), usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -88,7 +89,7 @@ def main() -> None:
     total_mb = sum(p.stat().st_size for p in roots) / 2**20
     biggest = max(roots, key=lambda p: p.stat().st_size)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    rows: dict[str, list[tuple[float, float]]] = {"verify": [], "again": [], "nm": [], "ldd": []}
+    rows: dict[str, list[tuple[float, float, float]]] = {"verify": [], "again": [], "nm": [], "ldd": []}
     inner: list[float] = []
     inner_again: list[float] = []
     imports: list[float] = []
@@ -98,38 +99,48 @@ def main() -> None:
         for _ in range(args.repeat):
             shutil.rmtree(cache / "entries", ignore_errors=True)  # the first run: nothing recorded
             cmd = [sys.executable, "-c", VERIFY_CODE, str(torch_dir), str(cache / "entries"), *map(str, roots)]
-            wall, rss, out = measure(cmd, env=env)
+            wall, rss, out, cpu = measure(cmd, env=env)
             info = json.loads(out.strip().splitlines()[-1])
             assert info["reused"] == 0, info
-            rows["verify"].append((wall, rss))
+            rows["verify"].append((wall, rss, cpu))
             inner.append(info["verify_s"])
             imports.append(info["imports_s"])
-            wall, rss, out = measure(cmd, env=env)  # again: every verdict recorded
+            wall, rss, out, cpu = measure(cmd, env=env)  # again: every verdict recorded
             again = json.loads(out.strip().splitlines()[-1])
-            rows["again"].append((wall, rss))
+            rows["again"].append((wall, rss, cpu))
             inner_again.append(again["verify_s"])
-            rows["nm"].append(measure(["nm", "-D", "--defined-only", *map(str, roots)])[:2])
-            rows["ldd"].append(measure(["ldd", "-r", str(ext[0])], env={**os.environ, "LD_LIBRARY_PATH": str(torch_dir / "lib")})[:2])
+            wall, rss, _, cpu = measure(["nm", "-D", "--defined-only", *map(str, roots)])
+            rows["nm"].append((wall, rss, cpu))
+            wall, rss, _, cpu = measure(["ldd", "-r", str(ext[0])],
+                                        env={**os.environ, "LD_LIBRARY_PATH": str(torch_dir / "lib")})
+            rows["ldd"].append((wall, rss, cpu))
     finally:
         shutil.rmtree(cache, ignore_errors=True)
-    med = {k: (statistics.median(w for w, _ in v), max(r for _, r in v)) for k, v in rows.items()}
-    nm_s = med["nm"][0]
+    med = {k: (statistics.median(w for w, _, _ in v), max(r for _, r, _ in v),
+               statistics.median(c for _, _, c in v)) for k, v in rows.items()}
+    nm_s, nm_cpu = med["nm"][0], med["nm"][2]
     t = Table(title=f"verify vs nm -D / ldd -r on torch ({len(roots)} ELF files, {total_mb:.0f} MiB; "
                     f"largest {biggest.name} {biggest.stat().st_size / 2**20:.0f} MiB), median of {args.repeat}")
     t.add_column("what")
     t.add_column("wall s", justify="right")
     t.add_column("x nm -D", justify="right")
     t.add_column("peak RSS MiB", justify="right")
+    t.add_column("CPU s", justify="right")
+    t.add_column("CPU x nm -D", justify="right")
     t.add_row("orchestrator verify (process: start + imports + all 8 checks)", f"{med['verify'][0]:.3f}",
-              f"{med['verify'][0] / nm_s:.2f}", f"{med['verify'][1]:.0f}")
+              f"{med['verify'][0] / nm_s:.2f}", f"{med['verify'][1]:.0f}", f"{med['verify'][2]:.3f}",
+              f"{med['verify'][2] / nm_cpu:.2f}")
     t.add_row("  of which verify_tree itself", f"{statistics.median(inner):.3f}",
               f"{statistics.median(inner) / nm_s:.2f}", "")
     t.add_row("  of which importing orchestrator.verify",
               f"{statistics.median(imports):.3f}", "", "")
     t.add_row(f"verify again, same files ({again['reused']} verdicts reused)", f"{med['again'][0]:.3f}",
-              f"{med['again'][0] / nm_s:.2f}", f"{med['again'][1]:.0f}")
-    t.add_row("nm -D --defined-only (same files)", f"{nm_s:.3f}", "1.00", f"{med['nm'][1]:.0f}")
-    t.add_row(f"ldd -r {ext[0].name}", f"{med['ldd'][0]:.3f}", f"{med['ldd'][0] / nm_s:.2f}", f"{med['ldd'][1]:.0f}")
+              f"{med['again'][0] / nm_s:.2f}", f"{med['again'][1]:.0f}", f"{med['again'][2]:.3f}",
+              f"{med['again'][2] / nm_cpu:.2f}")
+    t.add_row("nm -D --defined-only (same files)", f"{nm_s:.3f}", "1.00", f"{med['nm'][1]:.0f}",
+              f"{nm_cpu:.3f}", "1.00")
+    t.add_row(f"ldd -r {ext[0].name}", f"{med['ldd'][0]:.3f}", f"{med['ldd'][0] / nm_s:.2f}", f"{med['ldd'][1]:.0f}",
+              f"{med['ldd'][2]:.3f}", f"{med['ldd'][2] / nm_cpu:.2f}")
     console = Console()
     console.print(t)
     goal_time = med["verify"][0] < 5.0
@@ -141,7 +152,9 @@ def main() -> None:
     print(json.dumps({"verify_s": med["verify"][0], "verify_tree_s": statistics.median(inner),
                       "verify_again_s": med["again"][0], "verify_tree_again_s": statistics.median(inner_again),
                       "imports_s": statistics.median(imports), "nm_s": nm_s,
-                      "ldd_s": med["ldd"][0], "verify_rss_mib": med["verify"][1], "ok": info["ok"]}))
+                      "ldd_s": med["ldd"][0], "verify_rss_mib": med["verify"][1], "ok": info["ok"],
+                      "verify_cpu_s": med["verify"][2], "verify_again_cpu_s": med["again"][2],
+                      "nm_cpu_s": nm_cpu}))
 
 
 if __name__ == "__main__":

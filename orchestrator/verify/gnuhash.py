@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import mmap
+import operator
 import struct
 from pathlib import Path
 
@@ -14,13 +15,19 @@ STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE = 1, 2, 10
 STT_SECTION, STT_FILE = 3, 4
 
 
+# 33**k mod 2**32: h(name) = 5381 * 33**n + sum(name[n-1-k] * 33**k), one dot product in C.
+_POWERS = [pow(33, k, 1 << 32) for k in range(4097)]
+
+
 @functools.lru_cache(maxsize=1 << 17)
 def gnu_hash(name: bytes) -> int:
     """The DJB hash .gnu.hash uses (h = h * 33 + c, 32 bits)."""
-    h = 5381
-    for c in name:
-        h = (h * 33 + c) & 0xFFFFFFFF
-    return h
+    if len(name) >= len(_POWERS):
+        h = 5381
+        for c in name:
+            h = (h * 33 + c) & 0xFFFFFFFF
+        return h
+    return (5381 * _POWERS[len(name)] + sum(map(operator.mul, reversed(name), _POWERS))) & 0xFFFFFFFF
 
 
 class GnuHashIndex:
