@@ -1,14 +1,20 @@
-"""Benchmark: pull a large artifact from nginx on loopback vs `curl | zstd -d` of the same blobs.
+"""Benchmark: pull artifacts from nginx on loopback vs curl + zstd -d of the same content.
 
-The artifact is the torch 2.13.0 wheel's torch/lib/ directory (`pip download torch==2.13.0
---no-deps`, or --wheel PATH), committed to a scratch store, pushed signed to a real nginx
-(tests/nginx/nginx.conf) on 127.0.0.1, then pulled into empty stores. The baseline moves the
-very same compressed blobs with curl piped into zstd -d (sequential, and 4 at a time), in the
-same run. Then one file changes and a delta pull shows what goes over the wire.
+Two artifacts from the torch 2.13.0 wheel (`pip download torch==2.13.0 --no-deps`, or --wheel
+PATH), each committed to a scratch store, pushed signed to a real nginx (tests/nginx/nginx.conf)
+on 127.0.0.1, then pulled into empty stores, interleaved with their baselines in the same run:
+
+- large: torch/lib/ (16 files, 468 MB). Baseline: the very same compressed blobs with curl
+  piped into zstd -d (sequential, and 4 at a time). Goal: pull throughput >= 0.9 of the best.
+- small: torch/ without lib/ (~12k files, 227 MB). Baseline: the same files as one archive,
+  `curl | zstd -d | tar -x` (tar.zst at zstd -3, served by the same nginx). Goal >= 0.8.
+
+Then one file of each changes and a delta pull shows what goes over the wire.
 
     .venv/bin/python benchmarks/cache_pull.py [--wheel PATH] [--rounds N] [--jobs N]
+        [--set large|small|both]
 
-Goal: pull throughput >= 0.9 of the best baseline. Needs nginx, curl and zstd on PATH.
+Needs nginx, curl, zstd and tar on PATH.
 """
 from __future__ import annotations
 
@@ -22,6 +28,7 @@ import sys
 import tempfile
 import time
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,6 +49,22 @@ from orchestrator.model.manifest import Manifest  # noqa: E402
 from orchestrator.store import Store  # noqa: E402
 
 GOAL = 0.9
+SMALL_GOAL = 0.8
+Runs = list[tuple[float, float]]  # (seconds, CPU seconds) per round
+
+
+@dataclass(frozen=True)
+class TreeSet:
+    """Which part of the wheel becomes the artifact, where it lands, which file a delta tweaks."""
+    name: str
+    wheel_prefix: str
+    exclude: str | None
+    dest: str
+    tweak: str
+
+
+LARGE = TreeSet("large", "torch/lib/", None, "prefix/lib/", "libshm.so")
+SMALL = TreeSet("small", "torch/", "torch/lib/", "prefix/python/torch/", "__init__.py")
 
 
 def find_wheel(work: Path, given: str | None) -> Path:
@@ -56,40 +79,44 @@ def find_wheel(work: Path, given: str | None) -> Path:
     return found[0]
 
 
-def make_artifact(store: Store, wheel: Path, tag: str, tweak: bool = False) -> Path:
-    """Commit the wheel's torch/lib/ as a test artifact (prefix/lib/...)."""
-    prefix = "torch/lib/"
-    derivation = {"benchmark": "cache_pull", "wheel": wheel.name, "tree": prefix,
-                  "wheel_sha256": sha256_file(wheel), "tag": tag}
+def make_artifact(store: Store, wheel: Path, tree: TreeSet, tag: str,
+                  tweak: bool = False) -> Path:
+    """Commit part of the wheel as a test artifact (`tree.dest` + the path in the wheel)."""
+    derivation = {"benchmark": "cache_pull", "wheel": wheel.name, "tree": tree.wheel_prefix,
+                  "exclude": tree.exclude, "wheel_sha256": sha256_file(wheel), "tag": tag}
     artifact_id = digest_of(derivation)[:40]
     if (found := store.find(artifact_id)) is not None:
         return found
     with store.staging("bench") as stage:
         with zipfile.ZipFile(wheel) as z:
             for info in z.infolist():
-                if info.filename.startswith(prefix) and not info.is_dir():
-                    out = stage / "prefix" / "lib" / info.filename[len(prefix):]
-                    out.parent.mkdir(parents=True, exist_ok=True)
-                    with z.open(info) as src, open(out, "wb") as dst:
-                        shutil.copyfileobj(src, dst, 1 << 20)
-                    if (info.external_attr >> 16) & 0o111:
-                        out.chmod(0o755)
+                name = info.filename
+                if (not name.startswith(tree.wheel_prefix) or info.is_dir()
+                        or (tree.exclude and name.startswith(tree.exclude))):
+                    continue
+                out = stage / tree.dest / name[len(tree.wheel_prefix):]
+                out.parent.mkdir(parents=True, exist_ok=True)
+                with z.open(info) as src, open(out, "wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+                if (info.external_attr >> 16) & 0o111:
+                    out.chmod(0o755)
         if tweak:  # the one-file change of the delta pull
-            f = stage / "prefix" / "lib" / "libshm.so"
-            f.write_bytes(f.read_bytes() + b"\0delta\0")
-        manifest = Manifest(id=artifact_id, recipe="torchlib", variant=tag, derivation=derivation,
-                            files=Manifest.scan_files(stage), origin={"kind": "benchmark"})
+            f = stage / tree.dest / tree.tweak
+            f.write_bytes(f.read_bytes() + b"\n# delta\n")
+        manifest = Manifest(id=artifact_id, recipe="torchlib", variant=f"{tree.name}-{tag}",
+                            derivation=derivation, files=Manifest.scan_files(stage),
+                            origin={"kind": "benchmark"})
         return store.commit(stage, manifest)
 
 
 def cpu_seconds() -> float:
-    """User + system CPU of this process and its finished children (curl, zstd)."""
+    """User + system CPU of this process and its finished children (curl, zstd, tar)."""
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system
 
 
-def baseline(base_url: str, blobs: list[tuple[str, int]], out: Path,
-             parallel: int) -> tuple[float, float]:
+def curl_blobs(base_url: str, blobs: list[tuple[str, int]], out: Path,
+               parallel: int) -> tuple[float, float]:
     """(seconds, CPU seconds) for curl | zstd -d of every blob into `out`, N at a time."""
     remove_tree(out)
     out.mkdir(parents=True)
@@ -97,6 +124,16 @@ def baseline(base_url: str, blobs: list[tuple[str, int]], out: Path,
     cpu, start = cpu_seconds(), time.monotonic()
     subprocess.run(["xargs", "-P", str(parallel), "-n", "2", "sh", "-c",
                     'curl -sSf "$0" | zstd -d -q -o "$1"'], input=lines, text=True, check=True)
+    return time.monotonic() - start, cpu_seconds() - cpu
+
+
+def curl_tar(archive_url: str, out: Path) -> tuple[float, float]:
+    """(seconds, CPU seconds) for curl | zstd -d | tar -x of the one archive into `out`."""
+    remove_tree(out)
+    out.mkdir(parents=True)
+    cpu, start = cpu_seconds(), time.monotonic()
+    subprocess.run(["sh", "-c", f'curl -sSf "{archive_url}" | zstd -d -q | tar -x -C "{out}"'],
+                   check=True)
     return time.monotonic() - start, cpu_seconds() - cpu
 
 
@@ -109,15 +146,155 @@ def our_pull(artifact_id: str, config: CacheConfig, store_root: Path) -> tuple[f
     return time.monotonic() - start, cpu_seconds() - cpu
 
 
+def med(runs: Runs, i: int = 0) -> float:
+    return statistics.median(r[i] for r in runs)
+
+
+@dataclass
+class Pushed:
+    """An artifact pushed to nginx: its manifest, wire size and first-push time."""
+    art: Path
+    manifest: Manifest
+    size: int
+    wire: int
+    push_s: float
+    requests: int
+
+
+def push_tree(store: Store, wheel: Path, tree: TreeSet, config: CacheConfig, key: SecretKey,
+              server: NginxServer) -> Pushed:
+    art = make_artifact(store, wheel, tree, "base")
+    manifest = Store.read_manifest(art)
+    mark = server.mark()
+    t0 = time.monotonic()
+    push_many([art], config, key)
+    push_s = time.monotonic() - t0
+    log = server.access_log()[mark:]
+    wire = sum(e.request_length for e in log if e.method == "PUT")
+    return Pushed(art, manifest, manifest.total_size(), wire, push_s, len(log))
+
+
+def delta_line(store: Store, wheel: Path, tree: TreeSet, config: CacheConfig, key: SecretKey,
+               pulled_into: Path, size: int, server: NginxServer) -> str:
+    """One file changes: what a push and a pull into a store holding the base move."""
+    art2 = make_artifact(store, wheel, tree, "delta", tweak=True)
+    mark = server.mark()
+    push_many([art2], config, key)
+    put = sum(e.request_length for e in server.access_log()[mark:] if e.method == "PUT")
+    mark = server.mark()
+    delta = TransferStats()
+    pull(Store(pulled_into), Store.read_manifest(art2).id, config, stats=delta)
+    gets = [e for e in server.access_log()[mark:] if e.method == "GET"]
+    wire = sum(e.body_bytes_sent for e in gets)
+    return (f"one-file delta ({tree.name}): push sent {put / 1e3:.1f} kB; pull moved "
+            f"{wire / 1e3:.1f} kB in {len(gets)} GETs (record included), "
+            f"{delta.files_linked} files hard-linked locally; artifact {size / 1e6:.0f} MB -> "
+            f"{wire / size:.4%} moved")
+
+
+@dataclass
+class Bench:
+    """What both sets share: scratch dir, the nginx, the wheel, store A, key and config."""
+    work: Path
+    server: NginxServer
+    wheel: Path
+    store: Store
+    key: SecretKey
+    url: str
+    config: CacheConfig
+
+
+def large_set(args: argparse.Namespace, ctx: Bench) -> dict[str, float]:
+    p: Pushed = push_tree(ctx.store, ctx.wheel, LARGE, ctx.config, ctx.key,
+                          ctx.server)
+    blobs = [(sha, f.size) for sha, f in
+             {f.sha256: f for f in p.manifest.files if f.kind == "file"}.items()]
+    seq: Runs = []
+    par: Runs = []
+    ours: Runs = []
+    for _ in range(args.rounds):  # interleaved, so load from elsewhere hits all alike
+        seq.append(curl_blobs(ctx.url, blobs, ctx.work / "curl-out", 1))
+        par.append(curl_blobs(ctx.url, blobs, ctx.work / "curl-out", args.jobs))
+        ours.append(our_pull(p.manifest.id, ctx.config, ctx.work / "B"))
+    remove_tree(ctx.work / "curl-out")
+    delta = delta_line(ctx.store, ctx.wheel, LARGE, ctx.config, ctx.key,
+                       ctx.work / "B", p.size, ctx.server)
+
+    def mbps(runs: Runs) -> float:
+        return p.size / med(runs) / 1e6
+
+    ratio_seq = mbps(ours) / mbps(seq)
+    ratio_best = mbps(ours) / max(mbps(seq), mbps(par))
+    print(f"\nlarge: {ctx.wheel.name} torch/lib/ as one artifact: {len(p.manifest.files)} "
+          f"files, {p.size / 1e6:.0f} MB ({p.wire / 1e6:.0f} MB pushed), {args.rounds} rounds "
+          f"(median), load average {os.getloadavg()[0]:.1f}")
+    rows = [("curl | zstd -d, one blob at a time (baseline)", seq),
+            (f"curl | zstd -d, {args.jobs} at a time", par),
+            (f"orchestrator pull (jobs={args.jobs}, sha256-checked, committed)", ours)]
+    print(f"{'method':<62} {'seconds':>8} {'MB/s':>8} {'CPU s':>8}")
+    for name, runs in rows:
+        print(f"{name:<62} {med(runs):>8.2f} {mbps(runs):>8.0f} {med(runs, 1):>8.2f}")
+    for label, ratio in (("ratio: pull / baseline", ratio_seq),
+                         ("ratio: pull / best of both curl runs", ratio_best)):
+        print(f"{label + ' (goal >= %.1f)' % GOAL:<62} {'':>8} {ratio:>8.2f}"
+              f"  {'OK' if ratio >= GOAL else 'BELOW GOAL'}")
+    print(f"{'push (zstd -3 + PUT, first time)':<62} {p.push_s:>8.2f} "
+          f"{p.size / p.push_s / 1e6:>8.0f}")
+    print(delta)
+    return {"pull_s": med(ours), "curl_seq_s": med(seq), "curl_par_s": med(par),
+            "files": len(p.manifest.files), "mb": p.size / 1e6, "ratio_seq": ratio_seq,
+            "ratio_best": ratio_best}
+
+
+def small_set(args: argparse.Namespace, ctx: Bench) -> dict[str, float]:
+    p: Pushed = push_tree(ctx.store, ctx.wheel, SMALL, ctx.config, ctx.key,
+                          ctx.server)
+    archive = ctx.server.root / "open" / "bench-small.tar.zst"
+    t0 = time.monotonic()
+    subprocess.run(["sh", "-c", f'tar -C "{p.art}" -cf - prefix | zstd -3 -q -f -o "{archive}"'],
+                   check=True)
+    archive_s = time.monotonic() - t0
+    archive_url = ctx.server.url("open") + archive.name
+    tar: Runs = []
+    ours: Runs = []
+    for _ in range(args.rounds):
+        tar.append(curl_tar(archive_url, ctx.work / "tar-out"))
+        ours.append(our_pull(p.manifest.id, ctx.config, ctx.work / "B-small"))
+    remove_tree(ctx.work / "tar-out")
+    delta = delta_line(ctx.store, ctx.wheel, SMALL, ctx.config, ctx.key,
+                       ctx.work / "B-small", p.size, ctx.server)
+    ratio = med(tar) / med(ours)  # throughput ratio: same bytes, so baseline s / pull s
+    print(f"\nsmall: {ctx.wheel.name} torch/ without lib/ as one artifact: "
+          f"{len(p.manifest.files)} files, {p.size / 1e6:.0f} MB, {args.rounds} rounds "
+          f"(median), load average {os.getloadavg()[0]:.1f}")
+    print(f"{'method':<62} {'seconds':>8} {'MB/s':>8} {'CPU s':>8}")
+    for name, runs in (("curl | zstd -d | tar -x, one archive (baseline)", tar),
+                       (f"orchestrator pull (jobs={args.jobs}, sha256-checked, committed)",
+                        ours)):
+        print(f"{name:<62} {med(runs):>8.2f} {p.size / med(runs) / 1e6:>8.0f} "
+              f"{med(runs, 1):>8.2f}")
+    print(f"{'ratio: pull / baseline (goal >= %.1f)' % SMALL_GOAL:<62} {'':>8} {ratio:>8.2f}"
+          f"  {'OK' if ratio >= SMALL_GOAL else 'BELOW GOAL'}")
+    print(f"{'push (first time): %d requests, %.0f MB sent' % (p.requests, p.wire / 1e6):<62} "
+          f"{p.push_s:>8.2f}")
+    print(f"{'tar | zstd -3 of the same tree, %.0f MB' % (archive.stat().st_size / 1e6):<62} "
+          f"{archive_s:>8.2f}")
+    print(delta)
+    return {"small_pull_s": med(ours), "small_tar_s": med(tar), "small_files":
+            len(p.manifest.files), "small_mb": p.size / 1e6, "small_ratio": ratio,
+            "small_push_s": p.push_s, "small_push_requests": p.requests}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--wheel", help="torch 2.13.0 wheel (default: pip download)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=4)
+    ap.add_argument("--set", choices=("large", "small", "both"), default="both")
     ap.add_argument("--work", help="scratch dir (default: a temp dir, removed at the end)")
     args = ap.parse_args()
     os.environ["ORCH_NO_PROGRESS"] = "1"
-    for tool in ("nginx", "curl", "zstd"):
+    for tool in ("nginx", "curl", "zstd", "tar"):
         if not shutil.which(tool) and not Path(f"/usr/sbin/{tool}").exists():
             print(f"error: {tool} not found on PATH", file=sys.stderr)
             return 2
@@ -125,72 +302,19 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     server = NginxServer(work / "nginx").start()
     try:
-        wheel = find_wheel(work, args.wheel)
-        store_a = Store(work / "A").ensure()
-        art = make_artifact(store_a, wheel, "base")
-        manifest = Store.read_manifest(art)
-        size = manifest.total_size()
         key = SecretKey.generate("bench")
         url = server.url("open")
-        config = CacheConfig(substituters=[url], trusted_keys=[key.public.line()], jobs=args.jobs,
-                             timeout=60)
-        t0 = time.monotonic()
-        push_stats = TransferStats()
-        push_many([art], config, key, stats=push_stats)
-        push_s = time.monotonic() - t0
-        blobs = [(sha, f.size) for sha, f in
-                 {f.sha256: f for f in manifest.files if f.kind == "file"}.items()]
-        wire = sum((server.root / 'open' / blob_key(sha)).stat().st_size for sha, _ in blobs)
-
-        seq: list[tuple[float, float]] = []
-        par: list[tuple[float, float]] = []
-        ours: list[tuple[float, float]] = []
-        for _ in range(args.rounds):  # interleaved, so load from elsewhere hits all alike
-            seq.append(baseline(url, blobs, work / "curl-out", 1))
-            par.append(baseline(url, blobs, work / "curl-out", args.jobs))
-            ours.append(our_pull(manifest.id, config, work / "B"))
-        remove_tree(work / "curl-out")
-
-        # One-file delta: B holds the base artifact; the new one differs in one file.
-        art2 = make_artifact(store_a, wheel, "delta", tweak=True)
-        push_many([art2], config, key)
-        delta = TransferStats()
-        pull(Store(work / "B"), Store.read_manifest(art2).id, config, stats=delta)
-
-        def med(runs: list[tuple[float, float]], i: int = 0) -> float:
-            return statistics.median(r[i] for r in runs)
-
-        def mbps(runs: list[tuple[float, float]]) -> float:
-            return size / med(runs) / 1e6
-
-        ratio_seq = mbps(ours) / mbps(seq)
-        ratio_best = mbps(ours) / max(mbps(seq), mbps(par))
-        load = os.getloadavg()[0]
-        print(f"\ncache_pull: {wheel.name} torch/lib/ "
-              f"as one artifact: {len(manifest.files)} files, {size / 1e6:.0f} MB "
-              f"({wire / 1e6:.0f} MB zstd), nginx on 127.0.0.1, {args.rounds} rounds (median), "
-              f"{os.cpu_count()} cores, load average {load:.1f}")
-        rows = [
-            ("curl | zstd -d, one blob at a time (baseline)", seq),
-            (f"curl | zstd -d, {args.jobs} at a time", par),
-            (f"orchestrator pull (jobs={args.jobs}, sha256-checked, committed)", ours),
-        ]
-        print(f"{'method':<58} {'seconds':>8} {'MB/s':>8} {'CPU s':>8}")
-        for name, runs in rows:
-            print(f"{name:<58} {med(runs):>8.2f} {mbps(runs):>8.0f} {med(runs, 1):>8.2f}")
-        for label, ratio in (("ratio: pull / baseline", ratio_seq),
-                             ("ratio: pull / best of both curl runs", ratio_best)):
-            print(f"{label + ' (goal >= %.1f)' % GOAL:<58} {'':>8} {ratio:>8.2f}"
-                  f"  {'OK' if ratio >= GOAL else 'BELOW GOAL'}")
-        if push_stats.blobs_uploaded:
-            print(f"{'push (zstd -3 + PUT, first time)':<58} {push_s:>8.2f} "
-                  f"{size / push_s / 1e6:>8.0f}")
-        print(f"\none-file delta pull: {delta.bytes_downloaded / 1e3:.1f} kB over the wire "
-              f"({delta.blobs_downloaded} blob), {delta.files_linked} files hard-linked locally; "
-              f"artifact {size / 1e6:.0f} MB -> {delta.bytes_downloaded / size:.6%} moved")
-        print(json.dumps({"pull_s": med(ours), "curl_seq_s": med(seq), "curl_par_s": med(par),
-                          "files": len(manifest.files), "mb": size / 1e6,
-                          "ratio_seq": ratio_seq, "ratio_best": ratio_best}))
+        ctx = Bench(work, server, find_wheel(work, args.wheel), Store(work / "A").ensure(), key,
+                    url, CacheConfig(substituters=[url], trusted_keys=[key.public.line()],
+                                     jobs=args.jobs, timeout=60))
+        print(f"cache_pull: nginx on 127.0.0.1, {os.cpu_count()} cores, "
+              f"load average {os.getloadavg()[0]:.1f} at the start")
+        out: dict[str, float] = {}
+        if args.set in ("large", "both"):
+            out.update(large_set(args, ctx))
+        if args.set in ("small", "both"):
+            out.update(small_set(args, ctx))
+        print(json.dumps(out))
         return 0
     finally:
         server.stop()
