@@ -240,3 +240,18 @@ def test_decompression_bomb_is_refused_without_inflating(backend_url: str, tmp_p
     finally:
         tracemalloc.stop()
     assert peak < 32 << 20, f"{peak} bytes allocated for a 64 kB blob"
+
+
+def test_byte_ranges(backend_url: str) -> None:
+    """stream(start=, length=) gives exactly those bytes (HTTP Range), fewer at the end."""
+    data = os.urandom(700_000)
+    b = open_backend(backend_url, CFG, WRITER)
+    b.put("packs/r", lambda: [data])
+    for start, length in ((0, None), (0, 10), (5, 1), (300_000, 262_145), (699_990, 100),
+                          (12_345, None)):
+        with b.stream("packs/r", 0, start, length) as chunks:
+            got = b"".join(chunks)
+        end = len(data) if length is None else start + length
+        assert got == data[start:end], (start, length)
+    with b.stream("packs/r", 0, 800_000, 10) as chunks:  # past the end: nothing, no error
+        assert b"".join(chunks) == b""

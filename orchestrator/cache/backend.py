@@ -3,6 +3,9 @@
 Layout below a cache URL (same for http(s) and file://):
     cas/<sha256>             zstd-compressed file content; the name is the hash of the
                              uncompressed bytes
+    packs/<sha256>           small files' contents, one zstd frame each, back to back; the
+                             name is the hash of the pack file's bytes; where each content
+                             lies is in the records that use it (model.cache_record.Pack)
     ac/<artifact id>.json    the signed record (model.cache_record.CacheRecord)
 """
 from __future__ import annotations
@@ -20,8 +23,30 @@ def blob_key(sha256: str) -> str:
     return f"cas/{sha256}"
 
 
+def pack_key(sha256: str) -> str:
+    return f"packs/{sha256}"
+
+
 def record_key(artifact_id: str) -> str:
     return f"ac/{artifact_id}.json"
+
+
+def window(chunks: Iterable[bytes], skip: int, length: int | None) -> Iterator[bytes]:
+    """The bytes of `chunks` after the first `skip`, at most `length` of them."""
+    left = -1 if length is None else length
+    for chunk in chunks:
+        if skip:
+            if len(chunk) <= skip:
+                skip -= len(chunk)
+                continue
+            chunk, skip = chunk[skip:], 0
+        if left >= 0:
+            if len(chunk) >= left:
+                if left:
+                    yield chunk[:left]
+                return
+            left -= len(chunk)
+        yield chunk
 
 
 class Backend(Protocol):
@@ -33,9 +58,12 @@ class Backend(Protocol):
     def get(self, key: str, limit: int = RECORD_LIMIT) -> bytes | None:
         """A small object's bytes, or None when it is absent."""
 
-    def stream(self, key: str, size: int = 0) -> AbstractContextManager[Iterator[bytes]]:
+    def stream(self, key: str, size: int = 0, start: int = 0,
+               length: int | None = None) -> AbstractContextManager[Iterator[bytes]]:
         """The object's bytes in chunks; CacheError when absent, unreachable or cut short.
-        `size` (the content's size, if known) widens the overall deadline (cache/deadline.py)."""
+        `size` (the content's size, if known) widens the overall deadline (cache/deadline.py).
+        `start`/`length`: only those bytes (an HTTP Range request); never more, fewer when
+        the object ends first."""
 
     def put(self, key: str, body: Body, size: int = 0) -> int:
         """Store an object atomically (readers see all of it or nothing); return bytes sent."""

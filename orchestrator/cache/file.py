@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Iterator
 from urllib.parse import unquote, urlparse
 
-from orchestrator.cache.backend import CHUNK, RECORD_LIMIT, Body
+from orchestrator.cache.backend import CHUNK, RECORD_LIMIT, Body, window
 from orchestrator.cache.errors import CacheError, TransferInterrupted
 from orchestrator.fs import atomic_writer
 
@@ -42,7 +42,8 @@ class FileBackend:
         return data
 
     @contextlib.contextmanager
-    def stream(self, key: str, size: int = 0) -> Iterator[Iterator[bytes]]:
+    def stream(self, key: str, size: int = 0, start: int = 0,
+               length: int | None = None) -> Iterator[Iterator[bytes]]:
         path = self._path(key)
         try:
             f = open(path, "rb")
@@ -52,7 +53,8 @@ class FileBackend:
             raise CacheError(f"cache {self.url}: cannot read {key} ({e.strerror})") from None
         with f:
             try:
-                yield iter(lambda: f.read(CHUNK), b"")
+                f.seek(start)
+                yield window(iter(lambda: f.read(CHUNK), b""), 0, length)
             except OSError as e:
                 raise TransferInterrupted(f"cache {self.url}: cannot read {key} "
                                           f"({e.strerror})") from None

@@ -16,7 +16,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.util.retry import Retry
 
-from orchestrator.cache.backend import CHUNK, RECORD_LIMIT, Body
+from orchestrator.cache.backend import CHUNK, RECORD_LIMIT, Body, window
 from orchestrator.cache.cache_toml import CacheConfig, Credentials
 from orchestrator.cache.deadline import Deadline, attach_current, blob_deadline
 from orchestrator.cache.errors import CacheError, TransferInterrupted
@@ -145,23 +145,39 @@ class HttpBackend:
                              f"({_reason(e)})") from None
 
     @contextlib.contextmanager
-    def stream(self, key: str, size: int = 0) -> Iterator[Iterator[bytes]]:
-        with self._deadline("GET", key, size), self._stream(key) as chunks:
+    def stream(self, key: str, size: int = 0, start: int = 0,
+               length: int | None = None) -> Iterator[Iterator[bytes]]:
+        with self._deadline("GET", key, size), self._stream(key, start, length) as chunks:
             yield chunks
 
     @contextlib.contextmanager
-    def _stream(self, key: str) -> Iterator[Iterator[bytes]]:
+    def _stream(self, key: str, start: int = 0,
+                length: int | None = None) -> Iterator[Iterator[bytes]]:
+        ranged = start > 0 or length is not None
+        last = "" if length is None else str(start + length - 1)
+        headers = {"Range": f"bytes={start}-{last}"} if ranged else None
         try:
-            r = self.session.get(self.url + key, timeout=self.timeout, stream=True)
+            r = self.session.get(self.url + key, timeout=self.timeout, stream=True,
+                                 headers=headers)
         except requests.RequestException as e:
             raise self._down(e) from None
         with r:
             if r.status_code == 404:
                 raise CacheError(f"cache {self.url}: {key} is missing (incomplete cache?)")
-            if r.status_code != 200:
+            if ranged and r.status_code == 416:  # the object ends before `start`
+                yield iter(())
+                return
+            skip = start  # a server that ignores Range sends it all (200): skip to `start`
+            if ranged and r.status_code == 206:
+                answered = r.headers.get("Content-Range", "")
+                if not answered.startswith(f"bytes {start}-"):
+                    raise CacheError(f"refused {self.url}{key}: asked for bytes {start}-{last}, "
+                                     f"the server sent {answered[:80]!r}")
+                skip = 0
+            elif r.status_code != 200:
                 raise self._refused("GET", key, r)
             try:
-                yield r.raw.stream(CHUNK, decode_content=False)
+                yield window(r.raw.stream(CHUNK, decode_content=False), skip, length)
             except (urllib3.exceptions.HTTPError, requests.RequestException) as e:
                 raise TransferInterrupted(f"cache {self.url}: transfer of {key} was cut short "
                                  f"({_reason(e)})") from None
