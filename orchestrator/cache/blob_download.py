@@ -19,6 +19,7 @@ from orchestrator.cache.backend import CHUNK, Backend, blob_key
 from orchestrator.cache.errors import CacheError, TransferInterrupted
 from orchestrator.cache.transfer import TransferStats, run_parallel
 from orchestrator.console import ByteProgress
+from orchestrator.model.cache_record import max_wire
 
 BLOB_ATTEMPTS = 3
 PREFETCH_QUEUE = 64     # compressed chunks (CHUNK each) read ahead per blob
@@ -117,12 +118,6 @@ class _Prefetch:
         self.stop.set()
 
 
-def max_wire(size: int) -> int:
-    """More compressed bytes than this for `size` bytes of content means a hostile server
-    (zstd's worst case is about size + size/256 + a few hundred bytes)."""
-    return size + size // 128 + 4096
-
-
 class _Source:
     """A file-like read() over the prefetched chunks for zstandard's stream_reader; counts the
     compressed bytes, bounds them, and remembers whether the stream ended."""
@@ -156,6 +151,72 @@ def truncated(where: str, got: int, size: int) -> str:
             "holds an incomplete copy: push the artifact again)")
 
 
+def decode_small(raw: bytes | memoryview, sha256: str, size: int, where: str) -> bytes:
+    """A small content's zstd bytes → its `size` bytes, checked against `sha256` (CacheError
+    naming `where` otherwise). A frame that declares its size is decompressed in one call;
+    any other (or a failing one) goes through the bounded reader, which names the fault."""
+    data: bytes | bytearray | None = None
+    try:
+        if zstandard.frame_content_size(raw) == size:
+            data = _DECOMPRESSOR.get().decompress(raw)
+    except zstandard.ZstdError:
+        data = None
+    if data is None or len(data) != size:
+        data = _bounded(raw, size, where)
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise CacheError(f"refused {where}: content hash mismatch (tampered or corrupted blob)")
+    return bytes(data) if isinstance(data, bytearray) else data
+
+
+def _bounded(raw: bytes | memoryview, size: int, where: str) -> bytearray:
+    """Decompress at most size + 1 bytes (a tiny "bomb" never inflates past that); exactly
+    `size` or a CacheError saying how it differs."""
+    reader = zstandard.ZstdDecompressor().stream_reader(bytes(raw), read_across_frames=True)
+    data = bytearray()
+    try:
+        while len(data) <= size:
+            piece = reader.read(size + 1 - len(data))
+            if not piece:
+                break
+            data += piece
+    except zstandard.ZstdError as e:
+        raise CacheError(f"refused {where}: not valid zstd data ({e})") from None
+    if len(data) > size:
+        raise CacheError(f"refused {where}: more data than the record's {size} bytes")
+    if len(data) != size:  # the stream ended cleanly: the cache's copy itself is short
+        raise CacheError(truncated(where, len(data), size))
+    return data
+
+
+class _PerThread(threading.local):
+    """One reusable decompression context per thread (creating one costs more than a small
+    file's whole decompression)."""
+
+    def get(self) -> zstandard.ZstdDecompressor:
+        if not hasattr(self, "dctx"):
+            self.dctx = zstandard.ZstdDecompressor()
+        return self.dctx
+
+
+_DECOMPRESSOR = _PerThread()
+
+
+def write_new(dest: str | Path, data: bytes, mode: int = 0o644) -> None:
+    """Create `dest` (never an existing path, never through a symlink) holding `data`."""
+    try:
+        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    except OSError as e:
+        raise CacheError(f"cannot write to the store: {e.strerror} ({dest})") from None
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError as e:
+        raise CacheError(f"cannot write to the store: {e.strerror} ({dest})") from None
+    finally:
+        os.close(fd)
+
+
 def _fetch_small(backend: Backend, sha256: str, size: int, dest: Path, meter: ByteProgress,
                  stats: TransferStats) -> None:
     """A small blob in one go on the calling thread (threads would cost more than they save)."""
@@ -168,31 +229,7 @@ def _fetch_small(backend: Backend, sha256: str, size: int, dest: Path, meter: By
             if len(raw) > max_wire(size):
                 raise CacheError(f"refused {where}: far more compressed data than its content "
                                  "needs")
-    reader = zstandard.ZstdDecompressor().stream_reader(bytes(raw), read_across_frames=True)
-    data = bytearray()
-    try:
-        while len(data) <= size:  # bounded: a tiny "bomb" blob never inflates past size + 1
-            piece = reader.read(size + 1 - len(data))
-            if not piece:
-                break
-            data += piece
-    except zstandard.ZstdError as e:
-        raise CacheError(f"refused {where}: not valid zstd data ({e})") from None
-    if len(data) > size:
-        raise CacheError(f"refused {where}: more data than the record's {size} bytes")
-    if len(data) != size:  # the stream ended cleanly: the cache's copy itself is short
-        raise CacheError(truncated(where, len(data), size))
-    if hashlib.sha256(data).hexdigest() != sha256:
-        raise CacheError(f"refused {where}: content hash mismatch (tampered or corrupted blob)")
-    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    except OSError as e:
-        raise CacheError(f"cannot write to the store: {e.strerror} ({dest})") from None
-    finally:
-        os.close(fd)
+    write_new(dest, decode_small(raw, sha256, size, where))
     meter.advance(size)
     stats.add(blobs_downloaded=1, bytes_downloaded=len(raw), bytes_written=size)
 

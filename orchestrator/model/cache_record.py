@@ -1,9 +1,15 @@
-"""The cache's per-artifact record (`ac/<artifact id>.json`): manifest, summary, signature.
+"""The cache's per-artifact record (`ac/<artifact id>.json`): manifest, summary, packs, signature.
 
 A record is trusted only after its signature checks out (orchestrator.cache.signing); this
 model then refuses anything a malicious or broken record could use to write outside the
 artifact: absolute paths, `..`, duplicate paths, files below symlinks, symlinks that resolve
 outside the artifact, and ids that do not match the derivation.
+
+Format /2 adds `packs`: small files' contents travel as members of `packs/<sha256>` files
+(one zstd frame per content, concatenated), fewer requests than one `cas/` blob each. A pack
+member is located by its frame's offset and length in the pack file, so a puller that needs
+only some members asks for byte ranges. The layout is checked here as strictly as the paths:
+members tile their pack exactly, name a content of the manifest once, and are bounded.
 """
 from __future__ import annotations
 
@@ -19,6 +25,9 @@ from orchestrator.model.process_values import NAME_MAX, PATH_MAX
 from orchestrator.model.recipe import NAME_RE
 
 RECORD_FORMAT = "orchestrator-cache-record/1"
+PACKED_FORMAT = "orchestrator-cache-record/2"   # /1 + packs
+MAX_PACKED_FILE = 4 << 20     # a packed content is held in memory: larger ones are cas/ blobs
+MAX_PACK_SIZE = 256 << 20     # bytes of one pack file
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 ID_RE = re.compile(r"^[0-9a-f]{40}$")
 MAX_SYMLINK_HOPS = 40
@@ -31,6 +40,58 @@ class Signature(BaseModel):
     model_config = ConfigDict(extra="forbid")
     key: str            # the signing key's name, e.g. "team-1"
     sig: str            # base64 ed25519 signature of the record without this field
+
+
+def max_wire(size: int) -> int:
+    """More compressed bytes than this for `size` bytes of content means a hostile server
+    or record (zstd's worst case is about size + size/256 + a few hundred bytes)."""
+    return size + size // 128 + 4096
+
+
+class PackMember(BaseModel):
+    """One content inside a pack: its zstd frame is `length` bytes at `offset` of the pack."""
+    model_config = ConfigDict(extra="forbid")
+    sha256: str
+    offset: int
+    length: int
+
+
+class Pack(BaseModel):
+    """`packs/<sha256>`: the frames of `members`, back to back; `size` bytes in all."""
+    model_config = ConfigDict(extra="forbid")
+    sha256: str         # of the pack file's bytes (its name)
+    size: int
+    members: list[PackMember]
+
+
+def packs_problem(packs: list[Pack], sizes: dict[str, int]) -> str | None:
+    """First reason a record's packs cannot be trusted to place its contents, or None.
+    `sizes`: the manifest's contents (sha256 -> size)."""
+    placed: set[str] = set()
+    names: set[str] = set()
+    for n, pack in enumerate(packs):
+        if not SHA256_RE.match(pack.sha256) or pack.sha256 in names:
+            return f"pack {n}: its name is not 64 hex or repeats"
+        names.add(pack.sha256)
+        if not pack.members or not 0 < pack.size <= MAX_PACK_SIZE:
+            return f"pack {pack.sha256[:16]}: no members, or size {pack.size} out of bounds"
+        end = 0
+        for i, m in enumerate(pack.members):
+            where = f"pack {pack.sha256[:16]} member {i}"
+            if m.sha256 not in sizes:
+                return f"{where}: {m.sha256[:64]!r} is no file content of the manifest"
+            if m.sha256 in placed:
+                return f"{where}: content {m.sha256[:16]} is placed twice"
+            placed.add(m.sha256)
+            if m.offset != end:
+                return f"{where}: offset {m.offset} is not where the previous frame ends ({end})"
+            size = sizes[m.sha256]
+            if size > MAX_PACKED_FILE or not 0 < m.length <= max_wire(size):
+                return f"{where}: length {m.length} for {size} bytes of content is out of bounds"
+            end += m.length
+        if end != pack.size:
+            return f"pack {pack.sha256[:16]}: members end at {end}, the pack is {pack.size} bytes"
+    return None
 
 
 class Summary(BaseModel):
@@ -157,13 +218,15 @@ def files_problem(entries: list[FileEntry], outside_ok: frozenset[str] = frozens
 
 
 class CacheRecord(BaseModel):
-    """One artifact in the cache. `manifest.files[*].sha256` name the `cas/` blobs."""
+    """One artifact in the cache. `manifest.files[*].sha256` name the contents: a member of
+    one of `packs` (format /2), else the `cas/` blob of that name."""
     model_config = ConfigDict(extra="forbid")
-    format: Literal["orchestrator-cache-record/1"] = RECORD_FORMAT
+    format: Literal["orchestrator-cache-record/1", "orchestrator-cache-record/2"] = RECORD_FORMAT
     id: str
     name: str
     summary: Summary
     manifest: Manifest
+    packs: list[Pack] = []
     signature: Signature | None = None
 
     @model_validator(mode="after")
@@ -179,20 +242,40 @@ class CacheRecord(BaseModel):
         problem = manifest_problem(self.manifest)
         if problem:
             raise ValueError(problem)
+        if self.packs and self.format == RECORD_FORMAT:
+            raise ValueError(f"a {RECORD_FORMAT} record has no packs")
+        if self.packs:
+            sizes = {f.sha256 or "": f.size for f in self.manifest.files if f.kind == "file"}
+            if (problem := packs_problem(self.packs, sizes)) is not None:
+                raise ValueError(problem)
         return self
 
     @classmethod
-    def for_manifest(cls, manifest: Manifest) -> "CacheRecord":
-        """An unsigned record describing a committed artifact's manifest."""
+    def for_manifest(cls, manifest: Manifest, packs: list[Pack] | None = None) -> "CacheRecord":
+        """An unsigned record describing a committed artifact's manifest (and its packs)."""
         blobs = {f.sha256 for f in manifest.files if f.kind == "file"}
-        return cls(id=manifest.id, name=manifest.name, manifest=manifest,
+        return cls(format=PACKED_FORMAT if packs else RECORD_FORMAT, id=manifest.id,
+                   name=manifest.name, manifest=manifest, packs=packs or [],
                    summary=Summary(derivation_sha256=digest_of(manifest.derivation),
                                    files=len(manifest.files), bytes=manifest.total_size(),
                                    blobs=len(blobs)))
 
     def payload(self) -> dict[str, Any]:
-        """The signed part: everything but the signature, as plain JSON values."""
-        return self.model_dump(mode="json", exclude={"signature"})
+        """The signed part: everything but the signature, as plain JSON values (a record
+        without packs leaves the field out: it reads as format /1 everywhere)."""
+        exclude = {"signature"} if self.packs else {"signature", "packs"}
+        return self.model_dump(mode="json", exclude=exclude)
+
+    def document(self) -> dict[str, Any]:
+        """What is written to the cache: the payload and its signature."""
+        doc = self.payload()
+        if self.signature is not None:
+            doc["signature"] = self.signature.model_dump(mode="json")
+        return doc
+
+    def pack_members(self) -> dict[str, tuple[Pack, int]]:
+        """Content sha256 -> (its pack, its index there), for packed contents."""
+        return {m.sha256: (p, i) for p in self.packs for i, m in enumerate(p.members)}
 
     def blobs(self) -> dict[str, FileEntry]:
         """One file entry per distinct content hash (the first path that has it)."""
