@@ -8,6 +8,7 @@ import http.server
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import threading
@@ -161,10 +162,24 @@ def _team_key(team: Team) -> SecretKey:
 
 
 def tamper_blob(team: Team, area: Path) -> None:
+    """The biggest file's content, changed in the middle and compressed again: as a loose
+    blob, or in place of its pack member (compressed harder and padded with a skippable
+    frame to the member's length, so the record's offsets still hold)."""
     doc = _record(area, team.built_id)
     f = max((f for f in doc["manifest"]["files"] if f["kind"] == "file"), key=lambda f: f["size"])
     data = bytearray((team.store_a / "store" / doc["name"] / f["path"]).read_bytes())
     data[len(data) // 2] ^= 0xFF
+    for pack in doc.get("packs", []):
+        for m in pack["members"]:
+            if m["sha256"] == f["sha256"]:
+                frame = zstandard.ZstdCompressor(level=19).compress(bytes(data))
+                pad = m["length"] - len(frame) - 8
+                assert pad >= 0, "level 19 should beat the pusher's level 3"
+                frame += struct.pack("<II", 0x184D2A50, pad) + b"\0" * pad  # skippable frame
+                path = area / "packs" / pack["sha256"]
+                raw = path.read_bytes()
+                path.write_bytes(raw[: m["offset"]] + frame + raw[m["offset"] + m["length"]:])
+                return
     (area / "cas" / f["sha256"]).write_bytes(zstandard.ZstdCompressor().compress(bytes(data)))
 
 
@@ -253,7 +268,8 @@ class _Truncating(http.server.BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        self.wfile.write(data[: len(data) // 2] if "/cas/" in self.path else data)
+        cut = "/cas/" in self.path or "/packs/" in self.path
+        self.wfile.write(data[: len(data) // 2] if cut else data)
         self.close_connection = True
 
     def log_message(self, *args: object) -> None:
@@ -311,9 +327,13 @@ def test_two_pushers_and_two_pullers(team: Team) -> None:
         assert p.returncode == 0, err
     assert [a[:40] for a in artifacts(store)] == [team.built_id] and leftovers(store) == []
     doc = json.loads(record.read_text())
-    blobs = {f["sha256"] for f in doc["manifest"]["files"] if f["kind"] == "file"}
-    gets = [e.uri for e in team.nginx.access_log()[mark:] if e.method == "GET" and "/cas/" in e.uri]
-    assert sorted(gets) == sorted(f"/cache/conc/cas/{b}" for b in blobs)  # each blob once
+    packed = {m["sha256"] for p in doc.get("packs", []) for m in p["members"]}
+    blobs = {f["sha256"] for f in doc["manifest"]["files"] if f["kind"] == "file"} - packed
+    gets = [e.uri for e in team.nginx.access_log()[mark:] if e.method == "GET"
+            and ("/cas/" in e.uri or "/packs/" in e.uri)]
+    assert sorted(gets) == sorted([f"/cache/conc/cas/{b}" for b in blobs]
+                                  + [f"/cache/conc/packs/{p['sha256']}" for p in doc["packs"]])
+    # each blob and each pack once
 
 
 def test_delta_pull_downloads_only_changed_files(team: Team) -> None:
@@ -343,14 +363,24 @@ def test_delta_pull_downloads_only_changed_files(team: Team) -> None:
                   env=team.env(ORCH_CACHE_CONFIG=str(config)))
     assert "is down or unreachable" in p.stderr
     stats = json.loads(p.stdout)["stats"]
-    gets = [e for e in team.nginx.access_log()[mark:] if e.method == "GET" and "/cas/" in e.uri]
-    assert sorted(e.uri.rsplit("/", 1)[1] for e in gets) == sorted(changed)
+    gets = [e for e in team.nginx.access_log()[mark:] if e.method == "GET"
+            and ("/cas/" in e.uri or "/packs/" in e.uri)]
+    # Changed contents only: loose blobs by name, packed ones as byte ranges of their pack.
+    where = {m["sha256"]: (p["sha256"], m["length"]) for p in new.get("packs", [])
+             for m in p["members"]}
+    assert sorted(e.uri.rsplit("/", 1)[1] for e in gets if "/cas/" in e.uri) == \
+        sorted(changed - set(where))
+    ranged = [e for e in gets if "/packs/" in e.uri]
+    assert {e.uri.rsplit("/", 1)[1] for e in ranged} == {where[c][0] for c in changed & set(where)}
+    assert all(e.status == 206 for e in ranged)
+    assert sum(e.body_bytes_sent for e in ranged) < sum(
+        p["size"] for p in new["packs"] if p["sha256"] in {e.uri.rsplit("/", 1)[1] for e in ranged})
     wire = sum(e.body_bytes_sent for e in gets)
     assert wire == stats["bytes_downloaded"]
     total = new["summary"]["bytes"]
     assert stats["files_linked"] > 0 and wire < total / 2
     print(f"\ndelta pull: {wire} bytes on the wire for a {total}-byte artifact "
-          f"({len(changed)} of {new['summary']['blobs']} blobs)")
+          f"({len(changed)} of {new['summary']['blobs']} blobs, {len(gets)} requests)")
 
 
 def test_shared_directory_cache_and_pull_by_id(team: Team) -> None:
@@ -429,13 +459,14 @@ def test_substitute_warns_and_falls_back(team: Team, monkeypatch: pytest.MonkeyP
 
 
 class _Stalling(_Truncating):
-    """Sends half of a blob, then stalls until the test is over (the client gets killed)."""
+    """Sends half of a blob or pack, then stalls until the test is over (the client gets
+    killed)."""
     started: threading.Event
     release: threading.Event
 
     def do_GET(self) -> None:  # noqa: N802
         path = self.root / self.path.lstrip("/")
-        if "/cas/" not in self.path or not path.is_file():
+        if not ("/cas/" in self.path or "/packs/" in self.path) or not path.is_file():
             return super().do_GET()
         data = path.read_bytes()
         self.send_response(200)

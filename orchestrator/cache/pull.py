@@ -17,13 +17,13 @@ from rich.markup import escape
 
 from orchestrator.cache.backend import Backend, record_key
 from orchestrator.cache.backends import open_backend
-from orchestrator.cache.blob_download import download_blobs
+from orchestrator.cache.pack_download import PackWant, download_contents
 from orchestrator.cache.cache_toml import CacheConfig, load_config
 from orchestrator.cache.errors import CacheError
 from orchestrator.cache.signing import TrustedKeys
 from orchestrator.cache.transfer import TransferStats
 from orchestrator.console import console
-from orchestrator.model.cache_record import CacheRecord
+from orchestrator.model.cache_record import CacheRecord, Pack
 from orchestrator.model.manifest import FileEntry
 from orchestrator.model.user_file import MAX_DEPTH, depth_ok
 from orchestrator.store import Store
@@ -71,52 +71,85 @@ def parse_signed(raw: bytes, where: str, trusted: TrustedKeys, model: type[M]) -
         raise CacheError(f"refused {where}: {msg}" + (f" (at {loc})" if loc else "")) from None
 
 
+def exact_modes() -> bool:
+    """Does this process's umask leave 0o644 and 0o755 as they are, so new files can be
+    created with their final mode (no chmod after)? Read from /proc, never changed."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8) & 0o755 == 0
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
+
+
 def assemble(files: list[FileEntry], label: str, store: Store, backend: Backend, stage: Path,
-             jobs: int, stats: TransferStats) -> None:
+             jobs: int, stats: TransferStats,
+             packed: dict[str, tuple[Pack, int]] | None = None) -> None:
     """Fill `stage` with these (validated) files: local hard links where possible, else
-    download (artifact records and toolchain records alike).
+    download (artifact records and toolchain records alike); `packed`: contents that are
+    pack members (CacheRecord.pack_members), the others are loose `cas/` blobs.
 
     Each distinct content is obtained once; further files with it are linked (or copied when
-    their exec bit differs). Pool files are linked as they are (already read-only).
+    their exec bit differs). Pool files are linked as they are (already read-only). Paths
+    are plain strings here: pathlib costs more than the work for each of 10k small files.
     """
-    wanted: list[tuple[str, int, Path]] = []
-    fresh: list[tuple[Path, bool]] = []
-    seen: dict[str, Path] = {}
-    again: list[tuple[Path, Path, bool]] = []
+    packed = packed or {}
+    loose: list[tuple[str, int, Path]] = []
+    wants: dict[str, PackWant] = {}
+    fresh: list[tuple[str, int]] = []   # files to chmod once they exist
+    seen: dict[str, str] = {}
+    again: list[tuple[str, str, bool]] = []
+    made: set[str] = set()
+    pool = store.links_dir.is_dir()  # an empty store has no pool to look in
+    exact = exact_modes()
+    root = str(stage)
     for f in files:
-        dest = stage / f.path
-        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest = f"{root}/{f.path}"
+        parent = dest.rpartition("/")[0]
+        if parent not in made:
+            os.makedirs(parent, exist_ok=True)
+            made.add(parent)
         if f.kind != "file":
             continue
         sha, exe = f.sha256 or "", bool(f.mode & 0o111)
+        mode = 0o755 if exe else 0o644
         if sha in seen:
             again.append((seen[sha], dest, exe))
             continue
         seen[sha] = dest
-        local = store.link_for(sha, exe)
-        other = store.link_for(sha, not exe)
+        local = store.link_for(sha, exe) if pool else None
+        other = store.link_for(sha, not exe) if pool and local is None else None
         if local is not None and local.stat().st_size == f.size:
             os.link(local, dest)
         elif other is not None and other.stat().st_size == f.size:
             shutil.copyfile(other, dest)
-            fresh.append((dest, exe))
+            fresh.append((dest, mode))
         else:
-            wanted.append((sha, f.size, dest))
-            fresh.append((dest, exe))
+            if sha in packed:
+                pack, index = packed[sha]
+                wants.setdefault(pack.sha256, PackWant(pack, {})).wanted[index] = \
+                    (f.size, dest, mode)
+                if not exact:
+                    fresh.append((dest, mode))
+            else:
+                loose.append((sha, f.size, Path(dest)))  # created 0o644
+                fresh.append((dest, mode))
             continue
         stats.add(files_linked=1, bytes_linked=f.size)
-    download_blobs(backend, wanted, jobs, label, stats)
-    for dest, exe in fresh:
-        os.chmod(dest, 0o755 if exe else 0o644)
+    download_contents(backend, loose, list(wants.values()), jobs, label, stats)
+    for dest, mode in fresh:
+        os.chmod(dest, mode)
     for src, dest, exe in again:
-        if bool(src.stat().st_mode & 0o111) == exe:
+        if bool(os.stat(src).st_mode & 0o111) == exe:
             os.link(src, dest)
         else:
             shutil.copyfile(src, dest)
             os.chmod(dest, 0o755 if exe else 0o644)
     for f in files:
         if f.kind == "symlink":
-            os.symlink(f.target or "", stage / f.path)
+            os.symlink(f.target or "", f"{root}/{f.path}")
 
 
 def pull_record(record: CacheRecord, store: Store, backend: Backend, jobs: int,
@@ -130,7 +163,7 @@ def pull_record(record: CacheRecord, store: Store, backend: Backend, jobs: int,
             return found
         with store.staging(record.name) as stage:
             assemble(record.manifest.files, f"pull {record.name[:12]}", store, backend, stage,
-                     jobs, stats)
+                     jobs, stats, record.pack_members())
             path = store.commit(stage, record.manifest)
     stats.seconds = time.monotonic() - start
     return path
@@ -191,8 +224,9 @@ def pull(store: Store, artifact_id: str, config: CacheConfig, urls: list[str] | 
 
 def transfer_summary(stats: TransferStats) -> str:
     rate = stats.bytes_downloaded / stats.seconds / 1e6 if stats.seconds else 0.0
+    packs = f", {stats.packs_downloaded} pack requests" if stats.packs_downloaded else ""
     return (f"{stats.blobs_downloaded} blobs downloaded ({stats.bytes_downloaded / 1e6:.1f} MB, "
-            f"{rate:.1f} MB/s), {stats.files_linked} files hard-linked from the local store "
+            f"{rate:.1f} MB/s{packs}), {stats.files_linked} files hard-linked from the local store "
             f"({stats.bytes_linked / 1e6:.1f} MB), {stats.seconds:.1f}s")
 
 

@@ -1,7 +1,8 @@
 """What a pull or push moved, and the bounded parallel runner both directions share.
 
 The blobs themselves move in cache/blob_download.py (streaming zstd, sha256 checked on the
-fly) and cache/blob_upload.py (HEAD first, hash re-checked while compressing).
+fly) and cache/blob_upload.py (HEAD first, hash re-checked while compressing); packs of small
+contents in cache/pack_upload.py and cache/pack_download.py.
 """
 from __future__ import annotations
 
@@ -16,14 +17,17 @@ T = TypeVar("T")
 @dataclass
 class TransferStats:
     """What a pull or push moved; printed as one line and used by tests and benchmarks."""
-    blobs_downloaded: int = 0
+    blobs_downloaded: int = 0     # contents received (as loose cas/ blobs or pack members)
     bytes_downloaded: int = 0     # compressed bytes received
+    packs_downloaded: int = 0     # requests for packs (or byte ranges of one)
     bytes_written: int = 0        # uncompressed bytes written from downloads
     files_linked: int = 0         # files hard-linked from the local store instead
     bytes_linked: int = 0
-    blobs_uploaded: int = 0
+    blobs_uploaded: int = 0       # contents sent (as loose blobs or inside packs)
     bytes_uploaded: int = 0       # compressed bytes sent
-    blobs_present: int = 0        # blobs the cache already had (HEAD)
+    blobs_present: int = 0        # contents the cache already had (HEAD of a blob or pack)
+    packs_uploaded: int = 0
+    packs_present: int = 0
     seconds: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 

@@ -1,0 +1,137 @@
+"""Downloading packed contents: one request per pack, or per run of the members a pull needs.
+
+A pack (`packs/<sha256>`, model.cache_record.Pack) is the zstd frames of small contents back
+to back; the signed record says where each frame lies. Members are split off the stream as
+they arrive, decompressed and checked against their sha256 before their file is created in
+the staging dir; members the store already has are skipped, and when only some of a pack is
+needed, only those byte ranges are asked for (HTTP Range; a server without it sends the
+whole pack, which works too). Loose `cas/` blobs and packs share one bounded worker pool.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.cache.backend import Backend, pack_key
+from orchestrator.cache.blob_download import decode_small, fetch_blob_retrying, write_new
+from orchestrator.cache.errors import CacheError, TransferInterrupted
+from orchestrator.cache.transfer import TransferStats, run_parallel
+from orchestrator.console import ByteProgress
+from orchestrator.model.cache_record import Pack
+
+RANGE_GAP = 256 << 10   # unneeded bytes between two needed runs: cheaper to read than ask again
+MAX_RANGES = 8          # more separate runs than this in one pack: read the whole pack
+PACK_ATTEMPTS = 3
+
+
+@dataclass
+class PackWant:
+    """The members of one pack a pull needs: member index -> (content size, new file, the
+    mode to create it with)."""
+    pack: Pack
+    wanted: dict[int, tuple[int, str, int]]
+
+    @property
+    def size(self) -> int:
+        return sum(size for size, _, _ in self.wanted.values())
+
+
+def runs(pack: Pack, needed: list[int]) -> list[tuple[int, int]]:
+    """(first, last) member spans to ask for, in order: the needed members, joined across
+    gaps under RANGE_GAP bytes; the whole pack when that leaves more than MAX_RANGES."""
+    spans: list[tuple[int, int]] = []
+    members = pack.members
+    for i in sorted(needed):
+        if spans:
+            prev = members[spans[-1][1]]
+            if members[i].offset - (prev.offset + prev.length) <= RANGE_GAP:
+                spans[-1] = (spans[-1][0], i)
+                continue
+        spans.append((i, i))
+    return [(0, len(members) - 1)] if len(spans) > MAX_RANGES else spans
+
+
+def _fetch_run(backend: Backend, want: PackWant, first: int, last: int, done: set[int],
+               meter: ByteProgress, stats: TransferStats, cancel: threading.Event) -> None:
+    """Members first..last of one pack from one request; the needed ones become files."""
+    pack, members = want.pack, want.pack.members
+    key = pack_key(pack.sha256)
+    where = f"{backend.url}{key}"
+    start, end = members[first].offset, members[last].offset + members[last].length
+    whole = first == 0 and last == len(members) - 1
+    content = sum(want.wanted[i][0] for i in range(first, last + 1) if i in want.wanted)
+    buf = bytearray()
+    pos, i, got, files, written = start, first, 0, 0, 0
+    with backend.stream(key, content, 0 if whole else start,
+                        None if whole else end - start) as chunks:
+        for chunk in chunks:
+            if cancel.is_set():
+                raise CacheError("cancelled")
+            buf += chunk
+            got += len(chunk)
+            if got > end - start:
+                raise CacheError(f"refused {where}: longer than the record's {pack.size} bytes "
+                                 "(not the pack the record describes)")
+            cut, advanced = 0, 0
+            while i <= last and members[i].offset + members[i].length - pos <= len(buf):
+                m = members[i]
+                lo = m.offset - pos
+                if i in want.wanted and i not in done:
+                    size, dest, mode = want.wanted[i]
+                    with memoryview(buf) as view:
+                        data = decode_small(view[lo:lo + m.length], m.sha256, size,
+                                            f"{where} (member {i})")
+                    write_new(dest, data, mode)
+                    done.add(i)
+                    advanced += size
+                    files += 1
+                cut, i = lo + m.length, i + 1
+            if cut:
+                del buf[:cut]
+                pos += cut
+            if advanced:  # once per chunk: the bar and the stats take locks
+                meter.advance(advanced)
+                written += advanced
+    stats.add(blobs_downloaded=files, bytes_written=written)
+    stats.add(bytes_downloaded=got, packs_downloaded=1)
+    if i <= last:  # the stream ended cleanly: the cache's copy itself is short
+        raise CacheError(f"refused {where}: truncated pack ({got} of {end - start} bytes "
+                         "asked for; the cache holds an incomplete copy: push the artifact "
+                         "again)")
+
+
+def fetch_pack(backend: Backend, want: PackWant, meter: ByteProgress, stats: TransferStats,
+               cancel: threading.Event) -> None:
+    """Every wanted member of one pack, asking again (for what is still missing, up to
+    PACK_ATTEMPTS times) when a transfer is cut short."""
+    done: set[int] = set()
+    for attempt in range(PACK_ATTEMPTS):
+        try:
+            for first, last in runs(want.pack, [i for i in want.wanted if i not in done]):
+                _fetch_run(backend, want, first, last, done, meter, stats, cancel)
+            return
+        except TransferInterrupted:
+            if attempt + 1 == PACK_ATTEMPTS or cancel.is_set():
+                raise
+            time.sleep(0.25 * 2 ** attempt)
+
+
+def download_contents(backend: Backend, loose: list[tuple[str, int, Path]],
+                      packs: list[PackWant], jobs: int, label: str,
+                      stats: TransferStats) -> None:
+    """Loose (sha256, size, dest) blobs and the wanted members of packs, biggest first, at
+    most `jobs` requests at a time."""
+    work: list[tuple[int, tuple[str, int, Path] | PackWant]] = \
+        [(w[1], w) for w in loose] + [(p.size, p) for p in packs]
+    work.sort(key=lambda item: -item[0])
+    with ByteProgress(label, sum(size for size, _ in work)) as meter:
+        def one(item: tuple[int, tuple[str, int, Path] | PackWant],
+                cancel: threading.Event) -> None:
+            what = item[1]
+            if isinstance(what, PackWant):
+                fetch_pack(backend, what, meter, stats, cancel)
+            else:
+                fetch_blob_retrying(backend, what[0], what[1], what[2], meter, stats, cancel)
+        run_parallel(jobs, work, one)
