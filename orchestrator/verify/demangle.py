@@ -1,16 +1,24 @@
-"""C++ demangling with the system libstdc++'s own `__cxa_demangle` (through ctypes)."""
+"""C++ demangling with the system libstdc++'s own `__cxa_demangle` (through ctypes, loaded on
+the first name to demangle: a clean verify of C code never needs it)."""
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import functools
+from typing import Any
 
-_lib = ctypes.CDLL(ctypes.util.find_library("stdc++") or "libstdc++.so.6")
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-_demangle = _lib.__cxa_demangle
-_demangle.restype = ctypes.c_void_p
-_demangle.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
-_libc.free.argtypes = [ctypes.c_void_p]
+
+@functools.lru_cache(maxsize=1)
+def _abi() -> tuple[Any, Any, Any]:
+    """(ctypes, __cxa_demangle, free), bound once."""
+    import ctypes
+    import ctypes.util
+
+    lib = ctypes.CDLL(ctypes.util.find_library("stdc++") or "libstdc++.so.6")
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    fn = lib.__cxa_demangle
+    fn.restype = ctypes.c_void_p
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
+    libc.free.argtypes = [ctypes.c_void_p]
+    return ctypes, fn, libc.free
 
 
 @functools.lru_cache(maxsize=65536)
@@ -20,11 +28,12 @@ def demangle(name: bytes | str) -> str:
     text = raw.decode(errors="replace")
     if not raw.startswith(b"_Z"):
         return text
+    ctypes, cxa_demangle, free = _abi()
     status = ctypes.c_int(0)
-    ptr = _demangle(raw, None, None, ctypes.byref(status))
+    ptr = cxa_demangle(raw, None, None, ctypes.byref(status))
     if status.value != 0 or not ptr:
         return text
     try:
         return ctypes.string_at(ptr).decode(errors="replace")
     finally:
-        _libc.free(ptr)
+        free(ptr)
