@@ -144,6 +144,8 @@ def test_pinned_source_c10_per_variant(world):
     gen = meta / "build/pytorch-relwithdebinfo"
     assert (gen / "c10/macros/cmake_macros.h").is_file()
     assert (gen / "aten/src/ATen/RegisterCPU.cpp").is_file()
+    # ... and torch.add's CPU kernel, where a breakpoint on add_kernel stops (full build).
+    assert (gen / "aten/src/ATen/UfuncCPUKernel_add.cpp").is_file()
     assert (gen / "source/torch/csrc/autograd/generated/VariableType_0.cpp").is_file()
     assert (art / "prefix/include/c10/core/TensorImpl.h").is_file()
     assert "$ORIGIN" in subprocess.run(["readelf", "-d", str(lib)], capture_output=True,

@@ -13,8 +13,12 @@ from typing import Any
 from orchestrator.builders.context import BuildContext
 
 # Generated sources a debugger needs to step through (relative to build dir / source dir).
-GENERATED_IN_BUILD = ("aten/src/ATen/Register*.cpp", "aten/src/ATen/Operators*.cpp",
-                      "aten/src/ATen/core/*.h", "aten/src/ATen/*.h", "c10/macros/cmake_macros.h")
+# Every .cpp/.h ATen's codegen writes (the build tree has no sources of its own): Register*,
+# Operators*, Functions.cpp, the ufunc kernels (UfuncCPUKernel_add.cpp: where torch.add's CPU
+# kernel stops) and the per-CPU-capability wrappers (*.cpp.AVX2.cpp include their source).
+GENERATED_IN_BUILD = ("aten/src/ATen/*.cpp", "aten/src/ATen/core/*.cpp", "aten/src/ATen/core/*.h",
+                      "aten/src/ATen/*.h", "aten/src/ATen/native/**/*.cpp.*.cpp",
+                      "c10/macros/cmake_macros.h")
 GENERATED_IN_SOURCE = ("torch/csrc/autograd/generated/*", "torch/csrc/lazy/generated/*")
 
 
