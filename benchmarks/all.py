@@ -100,6 +100,35 @@ def spine_rows(args: argparse.Namespace) -> list[Row]:
     ]
 
 
+def startup_rows(args: argparse.Namespace) -> list[Row]:
+    """startup.py: the no-op build and the switch against doit's, ninja's and ln's own
+    start-up, on the demo and on an artifact of PyTorch's file count, and one process's
+    steps (what is ours of the no-op build)."""
+    files = str(args.files)
+    out, why = run_script("startup.py", "--rounds", str(args.repeat), "--files", files)
+    if out is None:
+        return [skipped("start-up (no-op build, switch, their steps)", why)]
+    d = last_json(out)
+    t, demo = d["totals"], d["shares"]["demo"]
+    skip = ("before:", "import doit", "switch:")  # not ours, cut, or not a no-op build's
+    ours = sum(v for k, v in demo.items() if not k.startswith(skip))
+    return [
+        row("no-op `doit build` vs ninja's own no-op", t["no-op doit build"],
+            t["ninja no-op (build tree)"], "build <= 0.3 s"),
+        row(f"no-op `doit build`: {files}-file artifact vs demo",
+            t[f"no-op doit build, {files} files"], t["no-op doit build"], "ratio ~ 1"),
+        row(f"`doit switch`: {files}-file artifact vs demo", t[f"doit switch, {files} files"],
+            t["doit switch"], "ratio ~ 1"),
+        row("  no-op steps after doit's import (one process) vs the no-op", ours,
+            t["no-op doit build"], "what is ours"),
+        row("  of which importing the verbs vs the no-op",
+            demo["import the verbs (realise, plan, models)"], t["no-op doit build"], ""),
+        row("  cut: probes run / toolchain lstat()ed vs the no-op",
+            demo["before: machine check, probes run"] + demo["before: toolchain files lstat()ed"],
+            t["no-op doit build"], "no longer paid"),
+    ]
+
+
 def verify_rows(args: argparse.Namespace) -> list[Row]:
     measure = "`doit verify` process on torch lib/ vs `nm -D --defined-only`"
     torch = find_torch(args.torch)
@@ -143,8 +172,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--big-gb", type=float, default=1.0, help="size of spine's big artifact")
     ap.add_argument("--torch", help="torch package directory for verify_torch.py")
+    ap.add_argument("--files", type=int, default=12000, help="files of startup.py's big artifact")
     args = ap.parse_args()
-    parts = [spine_rows, verify_rows]
+    parts = [spine_rows, startup_rows, verify_rows]
     if not args.quick:
         parts += [pull_rows, breakpoint_rows]
     rows = [r for part in parts for r in part(args)]
