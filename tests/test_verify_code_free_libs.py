@@ -39,3 +39,16 @@ def test_a_library_exporting_nothing_needs_no_dwarf_one_with_code_does(tmp_path:
     assert found["lib/libcode.so"][0] == "fail", found
     assert "expects DWARF" in found["lib/libcode.so"][1]
     assert "lib/libgood.so" not in found, found
+
+
+def test_doit_vscode_note_leaves_code_free_libraries_out(tmp_path: Path) -> None:
+    from orchestrator.ide.debug_info import debug_info_note, debug_info_report
+    lib = tmp_path / "prefix" / "lib"
+    lib.mkdir(parents=True)
+    gcc(lib / "libumbrella.so", "", "-g", "-O2")
+    gcc(lib / "libgood.so", "int g(int x){return x+1;}\n", "-g", "-O2")
+    report = debug_info_report(tmp_path)
+    assert report == {"prefix/lib/libgood.so": True}, report
+    assert "DWARF line tables in all 1 libraries" in debug_info_note("relwithdebinfo", report)
+    gcc(lib / "libcode.so", "int f(int x){return x*2;}\n", "-O2")
+    assert debug_info_report(tmp_path)["prefix/lib/libcode.so"] is False

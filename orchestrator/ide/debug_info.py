@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from orchestrator.verify.checks.debug_info import code_free_library
 from orchestrator.verify.dwarf import debug_facts
 from orchestrator.verify.elf import is_elf, read_elf
 
@@ -15,11 +16,15 @@ def has_line_tables(path: Path) -> bool:
 
 
 def debug_info_report(artifact: Path) -> dict[str, bool]:
-    """Shared library (relative to the artifact) -> has DWARF line tables."""
+    """Shared library (relative to the artifact) -> has DWARF line tables. A library that
+    exports nothing (no code of its own, e.g. PyTorch's libtorch.so) is left out: there is
+    no source line to bind to whatever the variant."""
     out: dict[str, bool] = {}
     for p in sorted((artifact / "prefix").rglob("*.so*")):
         if p.is_file() and not p.is_symlink() and is_elf(p):
-            out[p.relative_to(artifact).as_posix()] = has_line_tables(p)
+            lines = has_line_tables(p)
+            if lines or not code_free_library(read_elf(p)):
+                out[p.relative_to(artifact).as_posix()] = lines
     return out
 
 
