@@ -138,6 +138,9 @@ def test_pinned_source_c10_per_variant(world):
     assert_flags(commands, "RelWithDebInfo")
     info = json.loads((meta / "pytorch.json").read_text())
     assert info["driver"] == "setuptools" and info["glibcxx_use_cxx11_abi"] == "1"
+    # torch/version.py (tools/generate_torch_version.py) gets the recipe's version, as setup.py
+    # passes it: the shell's 9.9.9 never reaches the build, version.txt's 1.13.0a0 is not used.
+    assert info["env"]["PYTORCH_BUILD_VERSION"] == "1.13.1", info["env"]
     assert info["defines"]["USE_SYSTEM_LIBS"] == "ON" and info["defines"]["BUILD_TEST"] == "False"
     # Generated sources a debugger steps into, at their logical path under meta/:
     # ATen's registrations (build tree), autograd's kernels (the source copy).

@@ -95,6 +95,10 @@ def build_env(ctx: BuildContext, opts: PyTorchOptions) -> dict[str, str]:
     env.update(ctx.plan.variant.env)  # the recipe's own env wins over the options
     if "CMAKE_BUILD_TYPE" not in ctx.plan.variant.env:
         env["CMAKE_BUILD_TYPE"] = ctx.plan.variant.build_type
+    # tools/generate_torch_version.py (the build's torch/version.py) reads these, as setup.py
+    # sets them: else torch.__version__ is version.txt's ("1.13.0a0" for the pinned 1.13.1).
+    env["PYTORCH_BUILD_VERSION"] = torch_version(ctx, opts)
+    env["PYTORCH_BUILD_NUMBER"] = "0"
     if env_flag(env, "USE_CUDA") and not env.get("TORCH_CUDA_ARCH_LIST"):
         raise UserError(f"recipes/{ctx.plan.recipe.name}.toml: CUDA is on but TORCH_CUDA_ARCH_LIST "
                         "is not set; add cuda_arch_list = \"8.0;9.0\" to [build.pytorch]")
