@@ -37,7 +37,7 @@ SAMPLE = [f"caffe2/CMakeFiles/torch_cpu.dir/__/{p}.cpp.o" for p in (
     "aten/src/ATen/native/ReduceOps", "aten/src/ATen/native/TensorFactories",
     "aten/src/ATen/native/Copy", "aten/src/ATen/native/Linear",
     "aten/src/ATen/native/Activation", "aten/src/ATen/native/Normalization",
-    "aten/src/ATen/native/TensorShape", "aten/src/ATen/native/Indexing",
+    "aten/src/ATen/native/TensorShape", "aten/src/ATen/native/TensorAdvancedIndexing",
     "aten/src/ATen/native/mkl/SpectralOps", "aten/src/ATen/core/Tensor",
     "aten/src/ATen/TensorIterator", "aten/src/ATen/Context",
     "torch/csrc/autograd/engine", "torch/csrc/autograd/variable",
