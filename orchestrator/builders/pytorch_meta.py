@@ -15,10 +15,11 @@ from orchestrator.builders.context import BuildContext
 # Generated sources a debugger needs to step through (relative to build dir / source dir).
 # Every .cpp/.h ATen's codegen writes (the build tree has no sources of its own): Register*,
 # Operators*, Functions.cpp, the ufunc kernels (UfuncCPUKernel_add.cpp: where torch.add's CPU
-# kernel stops) and the per-CPU-capability wrappers (*.cpp.AVX2.cpp include their source).
+# kernel stops). Not the per-CPU-capability wrappers (`X.cpp.AVX2.cpp`: one #include of X by
+# its absolute build-tree path; the line tables name X itself).
 GENERATED_IN_BUILD = ("aten/src/ATen/*.cpp", "aten/src/ATen/core/*.cpp", "aten/src/ATen/core/*.h",
-                      "aten/src/ATen/*.h", "aten/src/ATen/native/**/*.cpp.*.cpp",
-                      "c10/macros/cmake_macros.h")
+                      "aten/src/ATen/*.h", "c10/macros/cmake_macros.h")
+CAPABILITY_WRAPPER = re.compile(r"\.cpp\.[A-Z0-9_]+\.cpp$")
 GENERATED_IN_SOURCE = ("torch/csrc/autograd/generated/*", "torch/csrc/lazy/generated/*")
 
 
@@ -32,7 +33,7 @@ def collect_generated(ctx: BuildContext) -> list[str]:
                                     (ctx.source_dir, ctx.logical_source, GENERATED_IN_SOURCE)):
         for pat in patterns:
             for f in sorted(root.glob(pat)):
-                if not f.is_file():
+                if not f.is_file() or CAPABILITY_WRAPPER.search(f.name):
                     continue
                 rel = f"{logical.removeprefix('/orch/')}/{f.relative_to(root).as_posix()}"
                 dest = ctx.meta / rel
