@@ -11,7 +11,7 @@ the manifest of the one in the store (which is never touched).
   first differing section; anything different is CheckFailed (exit 1). The check's build
   tree and output are removed afterwards.
 
-Build records in meta/ (build.log, ninja_log, CMakeCache.txt, compile_commands.json,
+Build records in meta/ (build.log, ninja_log, CMakeCache.txt, compile_commands.json, pytorch.json,
 verify.json) name the build tree and the clock, so they are listed as `record`, never
 judged; every other file (prefix/ and the generated sources in meta/build/) must match.
 """
@@ -36,7 +36,8 @@ from orchestrator.toolchain import Toolchain, verify_toolchain_full
 BUILD_ID = ".note.gnu.build-id"
 Status = Literal["identical", "different", "missing", "extra", "record"]
 BUILD_RECORDS = frozenset({"meta/build.log", "meta/ninja_log", "meta/CMakeCache.txt",
-                           "meta/compile_commands.json", "meta/verify.json"})
+                           "meta/compile_commands.json", "meta/verify.json",
+                           "meta/pytorch.json"})  # its defines/env name the build tree
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,9 @@ def build_env(ctx: BuildContext, opts: PyTorchOptions) -> dict[str, str]:
     # sets them: else torch.__version__ is version.txt's ("1.13.0a0" for the pinned 1.13.1).
     env["PYTORCH_BUILD_VERSION"] = torch_version(ctx, opts)
     env["PYTORCH_BUILD_NUMBER"] = "0"
+    # ATen's codegen iterates Python sets (RegisterSchema.cpp's tag lists came out in another
+    # order in a rebuild): a fixed hash seed makes the generated sources the same every time.
+    env["PYTHONHASHSEED"] = "0"
     if env_flag(env, "USE_CUDA") and not env.get("TORCH_CUDA_ARCH_LIST"):
         raise UserError(f"recipes/{ctx.plan.recipe.name}.toml: CUDA is on but TORCH_CUDA_ARCH_LIST "
                         "is not set; add cuda_arch_list = \"8.0;9.0\" to [build.pytorch]")
