@@ -16,11 +16,9 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import median_time  # noqa: E402
 from verify_torch import find_torch  # noqa: E402  (one lookup of the toolchain's torch)
 
 from rich.console import Console
@@ -48,27 +46,6 @@ def last_json(out: str) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def ln_rename_s(repeat: int) -> float:
-    """The switch baseline: `ln -sfn` to a temp name, then rename over the profile link."""
-    with tempfile.TemporaryDirectory(prefix="orch-bench-ln-") as d:
-        a, b, link = Path(d, "a"), Path(d, "b"), Path(d, "profile")
-        a.mkdir()
-        b.mkdir()
-        targets = iter([a, b] * repeat)
-
-        def flip() -> None:
-            subprocess.run(["ln", "-sfn", str(next(targets)), f"{link}.tmp"], check=True)
-            os.rename(f"{link}.tmp", link)
-
-        return median_time(flip, repeat)
-
-
-def python_doit_s(repeat: int) -> float:
-    """Python start-up + importing doit: what any `doit` command pays before our code runs."""
-    return median_time(lambda: subprocess.run([sys.executable, "-c", "import doit.doit_cmd"],
-                                            check=True), repeat)
-
-
 def row(measure: str, value: float, base: float, goal: str, unit: str = "s",
         extra: str = "") -> Row:
     return (measure, f"{value:.3f} {unit}", f"{base:.3f} {unit}",
@@ -84,8 +61,7 @@ def spine_rows(args: argparse.Namespace) -> list[Row]:
     if out is None:
         return [skipped("spine (no-op build, switch, edit one .cpp)", why)]
     d = last_json(out)
-    ln = ln_rename_s(max(args.repeat, 5))
-    py = python_doit_s(args.repeat)
+    ln, py = d["ln_s"], d["python_doit_s"]  # sampled by spine, interleaved with its measures
     extra = d["edit_doit_s"] - d["edit_ninja_s"]
     return [
         row("no-op `doit build` vs `doit list`", d["noop_build_s"], d["list_s"], "build <= 0.3 s"),

@@ -3,6 +3,7 @@ same run. Not a test: these machines are noisy, so nothing here asserts a time.
 
   1. no-op `doit build` vs `doit list` (doit's own start-up);
   2. `doit switch` of a small artifact vs a ~2 GB one (the ratio must stay near 1);
+  (1 and 2 are sampled interleaved with their baselines: a load change hits them alike)
   3. one edited .cpp: `doit build` vs `ninja` alone in the same build dir (overhead), and
      the bytes the commit wrote to the store (only changed files get new copies).
 
@@ -28,7 +29,7 @@ from rich.table import Table
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 from conftest import DoitResult, copy_project, run_doit  # noqa: E402
-from timing import median_time  # noqa: E402
+from startup import ln_rename, sample  # noqa: E402  (interleaved medians, the ln baseline)
 
 PADDED_CMAKE = """
 install(FILES padding.bin DESTINATION share/padded)
@@ -55,9 +56,12 @@ def main() -> None:
         doit(small, "build", s, "substitute=0")
         doit(small, "build", s, "substitute=0", "variant=release")
 
-        # 1. no-op build vs doit list
-        t_list = median_time(lambda: doit(small, "list"), args.repeat)
-        t_noop = median_time(lambda: doit(small, "build", s, "substitute=0"), args.repeat)
+        # 1. no-op build vs doit list and python + import doit, sampled interleaved
+        t1 = sample({"list": lambda: doit(small, "list"),
+                     "python_doit": lambda: subprocess.run(
+                         [sys.executable, "-c", "import doit.doit_cmd"], check=True),
+                     "noop": lambda: doit(small, "build", s, "substitute=0")}, args.repeat)
+        t_list, t_noop = t1["list"], t1["noop"]
 
         # 2. switch small vs big
         big = copy_project(work / "big")
@@ -78,8 +82,10 @@ def main() -> None:
             doit(project, "switch", s, f"workspace={ws}", "variant=release", "substitute=0")
             doit(project, "switch", s, f"workspace={ws}", "variant=relwithdebinfo", "substitute=0")
 
-        t_sw_small = median_time(lambda: flip(small, ws_small), args.repeat) / 2
-        t_sw_big = median_time(lambda: flip(big, ws_big), args.repeat) / 2
+        t2 = sample({"ln": ln_rename([ws_small, ws_big], work / "profile"),
+                     "small": lambda: flip(small, ws_small),
+                     "big": lambda: flip(big, ws_big)}, args.repeat)
+        t_sw_small, t_sw_big = t2["small"] / 2, t2["big"] / 2
         big_size = sum(f.stat().st_size for f in (ws_big / ".orch/profile").rglob("*") if f.is_file())
 
         # 3. edit one .cpp: doit build vs ninja alone
@@ -133,7 +139,9 @@ def main() -> None:
                       f"{statistics.median(new_bytes):.2f} MB", f"{total:.2f} MB",
                       f"{statistics.median(new_bytes) / total:.2f}")
         Console().print(table)
-        print(json.dumps({"noop_build_s": t_noop, "list_s": t_list, "switch_small_s": t_sw_small,
+        print(json.dumps({"noop_build_s": t_noop, "list_s": t_list,
+                          "python_doit_s": t1["python_doit"], "ln_s": t2["ln"],
+                          "switch_small_s": t_sw_small,
                           "switch_big_s": t_sw_big, "edit_doit_s": md, "edit_ninja_s": mn,
                           "commit_new_mb": statistics.median(new_bytes), "artifact_mb": total,
                           "edit_install_verify_commit_s": statistics.median(after)}))

@@ -22,6 +22,7 @@ Run: .venv/bin/python benchmarks/startup.py [--rounds 5] [--files 12000] [--base
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -103,6 +104,18 @@ def sample(cmds: dict[str, Callable[[], object]], rounds: int) -> dict[str, floa
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
+def ln_rename(targets: list[Path], link: Path) -> Callable[[], object]:
+    """The switch's baseline: `ln -sfn` to a temp name, then a rename over `link`, cycling
+    through `targets`."""
+    cycle = itertools.cycle(targets)
+
+    def flip() -> None:
+        checked(["ln", "-sfn", str(next(cycle)), f"{link}.tmp"])
+        os.rename(f"{link}.tmp", link)
+
+    return flip
+
+
 def checked(cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
     res = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     if res.returncode != 0:
@@ -155,13 +168,6 @@ def main() -> None:
         (build_dir,) = [d for d in (store / "build").glob("demo-relwithdebinfo-*")
                         if (d / ".orch-src").resolve() == (small / "recipes/demo").resolve()]
         ninja = next(p for p in (store / "toolchains").iterdir() if (p / "venv").is_dir()) / "venv/bin/ninja"
-        link = work / "profile"
-        targets = iter([small, big] * (4 * args.rounds))
-
-        def ln_rename() -> None:
-            checked(["ln", "-sfn", str(next(targets)), f"{link}.tmp"])
-            os.rename(f"{link}.tmp", link)
-
         def flips(project: Path, w: Path, pythonpath: str | None = None) -> Callable[[], object]:
             a = doit_cmd(project, "switch", s, f"workspace={w}", "variant=release", pythonpath=pythonpath)
             b = doit_cmd(project, "switch", s, f"workspace={w}", pythonpath=pythonpath)
@@ -172,7 +178,7 @@ def main() -> None:
             "python + import doit": lambda: checked([sys.executable, "-c", "import doit.doit_cmd"]),
             "doit list": doit_cmd(small, "list"),
             "ninja no-op (build tree)": lambda: checked([str(ninja), "-C", str(build_dir)]),
-            "ln -sfn + rename": ln_rename,
+            "ln -sfn + rename": ln_rename([small, big], work / "profile"),
             "no-op doit build": doit_cmd(small, "build", s),
             "doit switch (x2)": flips(small, ws),
             f"no-op doit build, {args.files} files": doit_cmd(big, "build", s),
