@@ -153,7 +153,8 @@ def main() -> None:
         big = project_with_files(work / "big", args.files)
         for project in (small, big):
             for variant in ("relwithdebinfo", "release"):
-                res = run_doit(project, "build", s, "substitute=0", f"variant={variant}")
+                res = run_doit(project, "build", s, "substitute=0", f"variant={variant}",
+                               timeout=3600)  # the first one materializes the toolchain
                 if res.returncode != 0:
                     raise SystemExit(f"build failed:\n{res.output[-3000:]}")
         ws.mkdir()
