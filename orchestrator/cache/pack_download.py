@@ -9,6 +9,8 @@ whole pack, which works too). Loose `cas/` blobs and packs share one bounded wor
 """
 from __future__ import annotations
 
+import os
+import queue
 import threading
 import time
 from dataclasses import dataclass
@@ -24,6 +26,67 @@ from orchestrator.model.cache_record import Pack
 RANGE_GAP = 256 << 10   # unneeded bytes between two needed runs: cheaper to read than ask again
 MAX_RANGES = 8          # more separate runs than this in one pack: read the whole pack
 PACK_ATTEMPTS = 3
+WRITE_QUEUE = 16        # batches waiting for the writer (one batch: a chunk's members)
+METER_STEP = 4 << 20    # the writer moves the progress bar in steps of this many bytes
+
+# (frame, sha256, size, new file, its mode, where it came from: for messages)
+Member = tuple[bytes, str, int, str, int, str]
+
+
+class MemberWriter:
+    """Decompresses, checks and creates the members' files on one thread, in arrival order.
+    The fetchers only move bytes and hand over a chunk's members at a time (their threads
+    wait on sockets, not on the GIL this thread needs between its file system calls). The
+    first failure is kept in `error` and stops the fetchers at their next put()."""
+
+    def __init__(self, meter: ByteProgress) -> None:
+        self.meter = meter
+        self.queue: queue.Queue[list[Member] | None] = queue.Queue(WRITE_QUEUE)
+        self.error: Exception | None = None
+        self.files = 0
+        self.written = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        unmetered = 0
+        while (batch := self.queue.get()) is not None:
+            for frame, sha, size, dest, mode, where in batch:
+                if self.error is not None:
+                    break
+                try:
+                    write_new(dest, decode_small(frame, sha, size, where), mode)
+                except Exception as e:  # noqa: BLE001 - raised by close(); the queue is still drained
+                    self.error = e
+                    break
+                self.files += 1
+                self.written += size
+                unmetered += size
+            if unmetered >= METER_STEP or self.queue.empty():
+                self.meter.advance(unmetered)
+                unmetered = 0
+        self.meter.advance(unmetered)
+
+    def put(self, batch: list[Member], cancel: threading.Event) -> None:
+        """Queue members (waits while the queue is full, unless the pull is failing)."""
+        while True:
+            if self.error is not None:
+                raise self.error
+            if cancel.is_set():
+                raise CacheError("cancelled")
+            try:
+                self.queue.put(batch, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def close(self, stats: TransferStats) -> None:
+        """Wait until every queued file exists (or the first failure); raise that failure."""
+        self.queue.put(None)
+        self.thread.join()
+        stats.add(blobs_downloaded=self.files, bytes_written=self.written)
+        if self.error is not None:
+            raise self.error
 
 
 @dataclass
@@ -54,8 +117,8 @@ def runs(pack: Pack, needed: list[int]) -> list[tuple[int, int]]:
 
 
 def _fetch_run(backend: Backend, want: PackWant, first: int, last: int, done: set[int],
-               meter: ByteProgress, stats: TransferStats, cancel: threading.Event) -> None:
-    """Members first..last of one pack from one request; the needed ones become files."""
+               writer: MemberWriter, stats: TransferStats, cancel: threading.Event) -> None:
+    """Members first..last of one pack from one request; the needed ones go to the writer."""
     pack, members = want.pack, want.pack.members
     key = pack_key(pack.sha256)
     where = f"{backend.url}{key}"
@@ -63,7 +126,7 @@ def _fetch_run(backend: Backend, want: PackWant, first: int, last: int, done: se
     whole = first == 0 and last == len(members) - 1
     content = sum(want.wanted[i][0] for i in range(first, last + 1) if i in want.wanted)
     buf = bytearray()
-    pos, i, got, files, written = start, first, 0, 0, 0
+    pos, i, got = start, first, 0
     with backend.stream(key, content, 0 if whole else start,
                         None if whole else end - start) as chunks:
         for chunk in chunks:
@@ -74,27 +137,21 @@ def _fetch_run(backend: Backend, want: PackWant, first: int, last: int, done: se
             if got > end - start:
                 raise CacheError(f"refused {where}: longer than the record's {pack.size} bytes "
                                  "(not the pack the record describes)")
-            cut, advanced = 0, 0
+            cut, batch = 0, []
             while i <= last and members[i].offset + members[i].length - pos <= len(buf):
                 m = members[i]
                 lo = m.offset - pos
                 if i in want.wanted and i not in done:
                     size, dest, mode = want.wanted[i]
-                    with memoryview(buf) as view:
-                        data = decode_small(view[lo:lo + m.length], m.sha256, size,
-                                            f"{where} (member {i})")
-                    write_new(dest, data, mode)
+                    batch.append((bytes(buf[lo:lo + m.length]), m.sha256, size, dest, mode,
+                                  f"{where} (member {i})"))
                     done.add(i)
-                    advanced += size
-                    files += 1
                 cut, i = lo + m.length, i + 1
+            if batch:
+                writer.put(batch, cancel)
             if cut:
                 del buf[:cut]
                 pos += cut
-            if advanced:  # once per chunk: the bar and the stats take locks
-                meter.advance(advanced)
-                written += advanced
-    stats.add(blobs_downloaded=files, bytes_written=written)
     stats.add(bytes_downloaded=got, packs_downloaded=1)
     if i <= last:  # the stream ended cleanly: the cache's copy itself is short
         raise CacheError(f"refused {where}: truncated pack ({got} of {end - start} bytes "
@@ -102,7 +159,7 @@ def _fetch_run(backend: Backend, want: PackWant, first: int, last: int, done: se
                          "again)")
 
 
-def fetch_pack(backend: Backend, want: PackWant, meter: ByteProgress, stats: TransferStats,
+def fetch_pack(backend: Backend, want: PackWant, writer: MemberWriter, stats: TransferStats,
                cancel: threading.Event) -> None:
     """Every wanted member of one pack, asking again (for what is still missing, up to
     PACK_ATTEMPTS times) when a transfer is cut short."""
@@ -110,7 +167,7 @@ def fetch_pack(backend: Backend, want: PackWant, meter: ByteProgress, stats: Tra
     for attempt in range(PACK_ATTEMPTS):
         try:
             for first, last in runs(want.pack, [i for i in want.wanted if i not in done]):
-                _fetch_run(backend, want, first, last, done, meter, stats, cancel)
+                _fetch_run(backend, want, first, last, done, writer, stats, cancel)
             return
         except TransferInterrupted:
             if attempt + 1 == PACK_ATTEMPTS or cancel.is_set():
@@ -118,20 +175,35 @@ def fetch_pack(backend: Backend, want: PackWant, meter: ByteProgress, stats: Tra
             time.sleep(0.25 * 2 ** attempt)
 
 
+def fetch_packs(backend: Backend, packs: list[PackWant], writer: MemberWriter,
+                stats: TransferStats, cancel: threading.Event) -> None:
+    """The packs one after the other, in the record's (path) order."""
+    for want in packs:
+        fetch_pack(backend, want, writer, stats, cancel)
+
+
 def download_contents(backend: Backend, loose: list[tuple[str, int, Path]],
                       packs: list[PackWant], jobs: int, label: str,
                       stats: TransferStats) -> None:
-    """Loose (sha256, size, dest) blobs and the wanted members of packs, biggest first, at
-    most `jobs` requests at a time."""
-    work: list[tuple[int, tuple[str, int, Path] | PackWant]] = \
-        [(w[1], w) for w in loose] + [(p.size, p) for p in packs]
+    """Loose (sha256, size, dest) blobs, biggest first, and the packs (in their order, one
+    request at a time, beside the blobs), at most `jobs` requests at a time and no more
+    than the machine has cores (at least 2): each transfer is CPU work (zstd, sha256,
+    writes), which beyond the cores only contends."""
+    work: list[tuple[int, tuple[str, int, Path] | list[PackWant]]] = [(w[1], w) for w in loose]
+    if packs:
+        work.append((sum(p.size for p in packs), packs))
     work.sort(key=lambda item: -item[0])
     with ByteProgress(label, sum(size for size, _ in work)) as meter:
-        def one(item: tuple[int, tuple[str, int, Path] | PackWant],
+        writer = MemberWriter(meter)
+
+        def one(item: tuple[int, tuple[str, int, Path] | list[PackWant]],
                 cancel: threading.Event) -> None:
             what = item[1]
-            if isinstance(what, PackWant):
-                fetch_pack(backend, what, meter, stats, cancel)
+            if isinstance(what, list):
+                fetch_packs(backend, what, writer, stats, cancel)
             else:
                 fetch_blob_retrying(backend, what[0], what[1], what[2], meter, stats, cancel)
-        run_parallel(jobs, work, one)
+        try:
+            run_parallel(min(jobs, max(2, os.cpu_count() or 2)), work, one)
+        finally:
+            writer.close(stats)  # after a failure: raises the writer's own, else the fetchers'

@@ -84,6 +84,14 @@ def exact_modes() -> bool:
     return False
 
 
+def pool_has_entries(store: Store) -> bool:
+    try:
+        with os.scandir(store.links_dir) as entries:
+            return next(entries, None) is not None
+    except FileNotFoundError:
+        return False
+
+
 def assemble(files: list[FileEntry], label: str, store: Store, backend: Backend, stage: Path,
              jobs: int, stats: TransferStats,
              packed: dict[str, tuple[Pack, int]] | None = None) -> None:
@@ -102,7 +110,7 @@ def assemble(files: list[FileEntry], label: str, store: Store, backend: Backend,
     seen: dict[str, str] = {}
     again: list[tuple[str, str, bool]] = []
     made: set[str] = set()
-    pool = store.links_dir.is_dir()  # an empty store has no pool to look in
+    pool = pool_has_entries(store)  # a new store's pool is empty: no lookups then
     exact = exact_modes()
     root = str(stage)
     for f in files:
@@ -129,8 +137,9 @@ def assemble(files: list[FileEntry], label: str, store: Store, backend: Backend,
         else:
             if sha in packed:
                 pack, index = packed[sha]
-                wants.setdefault(pack.sha256, PackWant(pack, {})).wanted[index] = \
-                    (f.size, dest, mode)
+                if (want := wants.get(pack.sha256)) is None:
+                    want = wants[pack.sha256] = PackWant(pack, {})
+                want.wanted[index] = (f.size, dest, mode)
                 if not exact:
                     fresh.append((dest, mode))
             else:
@@ -138,7 +147,7 @@ def assemble(files: list[FileEntry], label: str, store: Store, backend: Backend,
                 fresh.append((dest, mode))
             continue
         stats.add(files_linked=1, bytes_linked=f.size)
-    download_contents(backend, loose, list(wants.values()), jobs, label, stats)
+    download_contents(backend, loose, list(wants.values()), jobs, label, stats)  # path order
     for dest, mode in fresh:
         os.chmod(dest, mode)
     for src, dest, exe in again:
