@@ -26,7 +26,7 @@ from orchestrator.model.recipe import NAME_RE
 
 RECORD_FORMAT = "orchestrator-cache-record/1"
 PACKED_FORMAT = "orchestrator-cache-record/2"   # /1 + packs
-MAX_PACKED_FILE = 4 << 20     # a packed content is held in memory: larger ones are cas/ blobs
+MAX_PACKED_FILE = 1 << 20     # a packed content is held in memory: larger ones are cas/ blobs
 MAX_PACK_SIZE = 256 << 20     # bytes of one pack file
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 ID_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -103,8 +103,15 @@ class Summary(BaseModel):
     blobs: int
 
 
+# A relative, normalized path without control characters: no empty, "." or ".." component.
+PLAIN_PATH_RE = re.compile(r"(?!\.\.?(?:/|$))[^/\x00-\x1f\x7f]+(?:/(?!\.\.?(?:/|$))[^/\x00-\x1f\x7f]+)*")
+
+
 def path_problem(path: str, reserved: str = MANIFEST_NAME) -> str | None:
     """Why a manifest path is unsafe to create below the artifact dir, or None."""
+    if (len(path) <= NAME_MAX and path.isascii() and PLAIN_PATH_RE.fullmatch(path)
+            and path != reserved):
+        return None  # the common case in one match; the checks below name what is wrong
     if not path or "\0" in path:
         return "empty path or NUL byte"
     if CONTROL_RE.search(path):
@@ -191,6 +198,7 @@ def files_problem(entries: list[FileEntry], outside_ok: frozenset[str] = frozens
     files = {f.path for f in entries if f.kind == "file"}
     links = {f.path: f.target or "" for f in entries if f.kind == "symlink"}
     inside = {p: t for p, t in links.items() if p not in outside_ok}  # followed by escapes()
+    clear: set[str] = set()  # directories known to be neither a file nor a symlink here
     for f in entries:
         bad = path_problem(f.path, reserved)
         if bad:
@@ -198,13 +206,16 @@ def files_problem(entries: list[FileEntry], outside_ok: frozenset[str] = frozens
         if f.path in seen:
             return f"duplicate path {f.path!r}"
         seen.add(f.path)
-        parts = f.path.split("/")
-        for i in range(1, len(parts)):
-            parent = "/".join(parts[:i])
+        chain: list[str] = []
+        parent = f.path
+        while (cut := parent.rfind("/")) > 0 and (parent := parent[:cut]) not in clear:
+            chain.append(parent)
+        for parent in reversed(chain):  # the topmost first
             if parent in links:
                 return f"{f.path!r} lies below the symlink {parent!r}"
             if parent in files:
                 return f"{f.path!r} lies below the file {parent!r}"
+        clear.update(chain)
         if f.kind == "file":
             if not SHA256_RE.match(f.sha256 or "") or f.size < 0 or f.target is not None:
                 return f"file entry {f.path!r} needs a sha256, a size and no target"
