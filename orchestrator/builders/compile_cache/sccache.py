@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from orchestrator.builders.compile_cache.kind import CompileCache
@@ -40,8 +42,43 @@ def start_server(cc: CompileCache, env: dict[str, str]) -> None:
                         f"see {cc.directory / 'error.log'}, or pass compile_cache=ccache")
 
 
+SERVER_EXIT_S = 10.0  # after --stop-server is acknowledged; then SIGTERM, then SIGKILL
+
+
+def server_pids(cc: CompileCache) -> list[int]:
+    """Live processes of this store's server: the sccache binary running with this store's
+    SCCACHE_DIR (another store's server, or a zombie, is not ours)."""
+    assert cc.binary is not None and cc.directory is not None
+    exe, mark = os.path.realpath(cc.binary), f"SCCACHE_DIR={cc.directory}".encode()
+    pids = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            if os.readlink(d / "exe") == exe and mark in (d / "environ").read_bytes().split(b"\0"):
+                pids.append(int(d.name))
+        except OSError:
+            pass
+    return pids
+
+
 def stop_server(cc: CompileCache) -> None:
+    """Ask the server to stop, then wait for its process to end: --stop-server returns on the
+    server's acknowledgement, and a busy machine lets the process live on a while. One that
+    is still there after SERVER_EXIT_S gets SIGTERM, then SIGKILL, so nothing outlives the
+    build (a client started during the build could also have started a second server)."""
     run_sccache(cc, "--stop-server")
+    for sig, wait_s in ((signal.SIGTERM, SERVER_EXIT_S), (signal.SIGKILL, 2.0), (None, 2.0)):
+        deadline = time.monotonic() + wait_s
+        while (pids := server_pids(cc)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not pids or sig is None:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
 
 
 def sccache_stats(cc: CompileCache) -> BuildStats:
