@@ -12,14 +12,21 @@ manifest's build_s, ccache's hits/misses from the build summary):
                      default variant, -g: through orch-distcc-compile, byte-identical)
   sccache cold/warm  compile_cache=sccache, local cache only: empty store, then rebuilt
   sccache 2nd ch.    the second checkout with compile_cache=sccache, same store
+  check=1            the reproducibility check of the cold build's artifact (a fresh tree at
+                     another path, compile cache off): identical or the count that differ
 
     .venv/bin/python benchmarks/compile_cache.py [--rounds N] [--keep DIR]
+    .venv/bin/python benchmarks/compile_cache.py --slice c10 [--toolchain-store DIR]
+
+--slice c10 runs the same scenarios on c10 of the pinned PyTorch 1.13.1 (recipe=pytorch
+targets=c10), built from two copies of the unpacked tree at different paths (developer
+checkouts, source=PATH); about half an hour on 2 cores. --toolchain-store reuses the
+toolchain materialized in an existing store (linked, never written) instead of a fresh one.
 
 Goals (issue 9): warm >= 10x faster than cold (c10; the demo is dominated by cmake's
 configure, see build_s), second checkout >= 95 % hits (ccache and sccache), distcc on
 loopback <= 1.3x local.
-The c10 slice of PyTorch is not run here (too heavy for a shared 2-core machine).
-Needs nginx and distccd on PATH.
+Needs nginx and distccd on PATH (and .ci/pytorch-prereqs.sh for --slice c10).
 """
 from __future__ import annotations
 
@@ -57,17 +64,26 @@ class Result:
         return self.hits / (self.hits + self.misses) if self.hits + self.misses else 0.0
 
 
+SLICES = {"demo": (), "c10": ("recipe=pytorch", "targets=c10")}
+
+
 class Bench:
-    def __init__(self, work: Path, nginx: NginxServer) -> None:
+    def __init__(self, work: Path, nginx: NginxServer, slice_args: tuple[str, ...],
+                 toolchain_store: Path | None) -> None:
         self.work = work
         self.nginx = nginx
+        self.slice_args = slice_args
         self.remote_cfg = work / "remote.toml"
         self.remote_cfg.write_text(f'[compile_cache]\nremote = "{nginx.url("cache")}ccache"\n')
         self.local_cfg = work / "local.toml"
         self.local_cfg.write_text("")
-        tc_store = work / "toolchain-store"
-        self.run_doit(["toolchain", f"store={tc_store}"], self.local_cfg)
-        [self.toolchain] = list((tc_store / "toolchains").iterdir())
+        tc_store = toolchain_store or work / "toolchain-store"
+        p = self.run_doit(["toolchain", "format=json", f"store={tc_store}", *self.recipe_arg()],
+                          self.local_cfg)
+        self.toolchain = Path(json.loads(p.stdout.strip().splitlines()[-1])["toolchain"])
+
+    def recipe_arg(self) -> list[str]:
+        return [a for a in self.slice_args if a.startswith("recipe=")]
 
     def env(self, config: Path) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items()
@@ -91,8 +107,23 @@ class Bench:
         return root
 
     def checkout(self, rel: str) -> Path:
+        """A developer checkout at work/rel: the demo's sources, or for c10 a copy of the
+        pinned PyTorch tree (unpacked once, by a build of no target, in a scratch store)."""
         dest = self.work / rel
-        shutil.copytree(REPO / "recipes" / "demo", dest)
+        if not self.recipe_arg():
+            shutil.copytree(REPO / "recipes" / "demo", dest)
+            return dest
+        unpack = self.work / "unpack-store"
+        if not (unpack / "sources").is_dir():
+            p = subprocess.run([sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), "build",
+                                *self.recipe_arg(), "targets=no_such_target", "substitute=0",
+                                f"store={self.store('unpack-store')}"], cwd=REPO,
+                               env=self.env(self.local_cfg), capture_output=True, text=True)
+            if not (unpack / "sources").is_dir():
+                raise SystemExit(f"the pinned tree was not unpacked:\n{p.stdout}\n{p.stderr}")
+        [tree] = list((unpack / "sources").iterdir())
+        shutil.copytree(tree, dest, symlinks=True)
+        subprocess.run(["chmod", "-R", "u+w", str(dest)], check=True)
         return dest
 
     def build(self, name: str, store: Path, source: Path, config: Path,
@@ -103,12 +134,34 @@ class Bench:
                 shutil.rmtree(store / d)
         t0 = time.perf_counter()
         p = self.run_doit(["build", "substitute=0", "format=json", f"store={store}",
-                           f"source={source}", *extra], config)
+                           f"source={source}", *self.slice_args, *extra], config)
         wall = time.perf_counter() - t0
         m = SUMMARY.search(p.stdout + p.stderr)
         path = Path(json.loads(p.stdout.strip().splitlines()[-1])["path"])
         build_s = json.loads((path / "manifest.json").read_text())["timings"]["build_s"]
         return Result(name, wall, build_s, int(m[1]) if m else 0, int(m[2]) if m else 0)
+
+
+    def check(self, store: Path, source: Path) -> Result:
+        """check=1 on the artifact already in `store`: its wall time, and as hits/misses the
+        files identical / different (missing and extra count as different)."""
+        t0 = time.perf_counter()
+        p = subprocess.run([sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), "build",
+                            "check=1", "substitute=0", "format=json", f"store={store}",
+                            f"source={source}", *self.slice_args], cwd=REPO,
+                           env=self.env(self.local_cfg), capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        if p.returncode not in (0, 1):
+            raise SystemExit(f"doit build check=1 failed:\n{p.stdout}\n{p.stderr}")
+        print(p.stdout.strip().splitlines()[-1] if p.returncode == 0 else p.stderr.strip(),
+              file=sys.stderr)
+        if p.returncode == 1:
+            bad = sum(1 for line in p.stdout.splitlines()
+                      if line.split()[:1] in (["different"], ["missing"], ["extra"]))
+            return Result("check=1", wall, 0.0, -1, bad)
+        counts = json.loads(p.stdout.strip().splitlines()[-1])["comparison"]["counts"]
+        return Result("check=1", wall, 0.0, counts.get("identical", 0),
+                      sum(counts.get(k, 0) for k in ("different", "missing", "extra")))
 
 
 def start_distccd(work: Path) -> tuple[subprocess.Popen, int]:
@@ -127,18 +180,19 @@ def start_distccd(work: Path) -> tuple[subprocess.Popen, int]:
     raise SystemExit("distccd did not start")
 
 
-def run(work: Path, rounds: int) -> list[Result]:
+def run(work: Path, rounds: int, slice_name: str, toolchain_store: Path | None) -> list[Result]:
     nginx = NginxServer(work / "nginx").start()
     distccd, port = start_distccd(work)
     try:
-        b = Bench(work, nginx)
-        src = b.checkout("alice/src/demo")
-        other = b.checkout("elsewhere/deeper/checkout-two/demo")
+        b = Bench(work, nginx, SLICES[slice_name], toolchain_store)
+        src = b.checkout(f"alice/src/{slice_name}")
+        other = b.checkout(f"elsewhere/deeper/checkout-two/{slice_name}")
         results: list[Result] = []
         for r in range(rounds):
             a, d = b.store(f"a{r}"), b.store(f"d{r}")
             results += [
                 b.build("cold", a, src, b.remote_cfg),
+                b.check(a, src),
                 b.build("cold, no remote", d, src, b.local_cfg),
                 b.build("warm local", a, src, b.remote_cfg),
                 b.build("remote only", b.store(f"b{r}"), src, b.remote_cfg),
@@ -178,6 +232,12 @@ def table(results: list[Result]) -> str:
     lines = [f"{'scenario':<20} {'wall s':>7} {'build s':>8} {'wall/cold':>9} "
              f"{'build/cold':>10} {'hits':>5} {'misses':>6} {'hit rate':>8}"]
     for r in results:
+        if r.name == "check=1":
+            verdict = ("not reproducible (see stderr)" if r.hits < 0 else
+                       f"{r.hits} file(s) identical, {r.misses} different")
+            lines.append(f"{r.name:<20} {r.wall_s:7.2f} {'':>8} {r.wall_s / cold.wall_s:9.2f} "
+                         f"{'':>10} {verdict}")
+            continue
         lines.append(f"{r.name:<20} {r.wall_s:7.2f} {r.build_s:8.2f} {r.wall_s / cold.wall_s:9.2f} "
                      f"{r.build_s / cold.build_s:10.2f} {r.hits:5d} {r.misses:6d} "
                      f"{r.hit_rate:8.0%}")
@@ -191,15 +251,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--keep", help="work directory to use and keep (default: a temp dir)")
+    ap.add_argument("--slice", choices=sorted(SLICES), default="demo")
+    ap.add_argument("--toolchain-store", type=Path,
+                    help="an existing store whose materialized toolchain is reused (linked)")
     args = ap.parse_args()
+    print(f"compile cache benchmark: {args.slice}", file=sys.stderr)
     if args.keep:
         work = Path(args.keep)
         work.mkdir(parents=True, exist_ok=False)
-        results = run(work, args.rounds)
+        results = run(work, args.rounds, args.slice, args.toolchain_store)
     else:
         work = Path(tempfile.mkdtemp(prefix="orch-ccbench-"))
         try:
-            results = run(work, args.rounds)
+            results = run(work, args.rounds, args.slice, args.toolchain_store)
         finally:
             subprocess.run(["chmod", "-R", "u+w", str(work)], check=False)
             shutil.rmtree(work, ignore_errors=True)
