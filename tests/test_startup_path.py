@@ -203,3 +203,19 @@ def test_no_op_build_and_switch_write_nothing_they_do_not_need(doit, project: Pa
     after = state.stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
     assert state.read_text() == "[]\n"
+
+
+def test_a_build_imports_only_its_own_builder(doit, project: Path, store: Path,
+                                              tmp_path: Path) -> None:
+    """The builders are imported on first use (builders.registry): an incremental cmake build
+    of a developer checkout loads the cmake builder and none of the other three."""
+    src = tmp_path / "checkout"
+    shutil.copytree(project / "recipes" / "demo", src)
+    assert doit("build", f"source={src}", "substitute=0").returncode == 0
+    kernel = src / "ops" / "add_kernel.cpp"
+    kernel.write_text(kernel.read_text() + "\nint orch_edit_marker() { return 1; }\n")
+    loaded = modules_of(project, "build", f"source={src}", "substitute=0", f"store={store}")
+    assert "orchestrator.builders.cmake" in loaded
+    others = {"orchestrator.builders.pytorch", "orchestrator.builders.setuptools",
+              "orchestrator.builders.pep517"}
+    assert not loaded & others, sorted(loaded & others)
