@@ -20,7 +20,7 @@ manifest's build_s, ccache's hits/misses from the build summary):
 
 --slice c10 runs the same scenarios on c10 of the pinned PyTorch 1.13.1 (recipe=pytorch
 targets=c10), built from two copies of the unpacked tree at different paths (developer
-checkouts, source=PATH); about half an hour on 2 cores. --toolchain-store reuses the
+git checkouts, source=PATH); about half an hour on 2 cores. --toolchain-store reuses the
 toolchain materialized in an existing store (linked, never written) instead of a fresh one.
 
 Goals (issue 9): warm >= 10x faster than cold (c10; the demo is dominated by cmake's
@@ -121,9 +121,20 @@ class Bench:
                                env=self.env(self.local_cfg), capture_output=True, text=True)
             if not (unpack / "sources").is_dir():
                 raise SystemExit(f"the pinned tree was not unpacked:\n{p.stdout}\n{p.stderr}")
-        [tree] = list((unpack / "sources").iterdir())
-        shutil.copytree(tree, dest, symlinks=True)
-        subprocess.run(["chmod", "-R", "u+w", str(dest)], check=True)
+        first = self.work / "first-checkout"
+        if not first.is_dir():  # a git checkout, as a developer has: PyTorch's .gitignore
+            # keeps what its configure writes into the tree (version.h, Config.h, ...) out of
+            # the checkout's identity, so building does not change the id
+            [tree] = list((unpack / "sources").iterdir())
+            shutil.copytree(tree, first, symlinks=True,
+                            ignore=shutil.ignore_patterns("__pycache__"))
+            subprocess.run(["chmod", "-R", "u+w", str(first)], check=True)
+            git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@localhost", "-C",
+                   str(first)]
+            for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "pinned tree"]):
+                subprocess.run([*git, *cmd], check=True, capture_output=True)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["cp", "-a", str(first), str(dest)], check=True)
         return dest
 
     def build(self, name: str, store: Path, source: Path, config: Path,
