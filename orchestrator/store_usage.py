@@ -163,7 +163,7 @@ def needed(settings: Settings, store: Store, keep: int) -> Needed:
 # -- the gc plan ------------------------------------------------------------------------------
 @dataclass
 class Doomed:
-    kind: str   # artifact | toolchain | build tree | source | archive | git cache | failed build
+    kind: str   # artifact | toolchain | toolchain check copy | build tree | source | archive | git cache | failed build
     path: Path
     why: str
 
@@ -197,6 +197,11 @@ def gc_plan(settings: Settings, store: Store, keep: int) -> tuple[list[Doomed], 
         out += [Doomed("toolchain", p, "no lock or workspace uses it")
                 for p in _listdir(store.toolchains_dir)
                 if p.name not in need.toolchains and not p.name.startswith(".")]
+    doomed_tcs = {d.path.name for d in out if d.kind == "toolchain"}
+    out += [Doomed("toolchain check copy", p, "its toolchain is gone")  # tree_manifest.read_quick
+            for p in _listdir(store.root / "cache" / "toolchain-quick")
+            if (name := p.name.removeprefix("quick-").removesuffix(".marshal")) in doomed_tcs
+            or not (store.toolchains_dir / name).exists()]
     out += [Doomed("build tree", p, "its recipe or variant is gone")
             for p in _listdir(store.build_dir) if not _build_tree_needed(p.name, need.variants)]
     newest: dict[str, Path] = {}

@@ -26,6 +26,7 @@ from orchestrator.store import Store
 TOOLCHAIN_JSON = "toolchain.json"
 # Every file the materialization wrote (tree_manifest): checked cheaply at each use.
 FILES_MANIFEST = "toolchain-files.json"
+QUICK_CACHE = "cache/toolchain-quick"  # under the store: tree_manifest.read_quick's copies
 # What a build may see of the machine: the toolchain first, then the base system.
 BASE_PATH = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
 # (store, lock, final dir) -> a line saying where it came from, or None: build it here.
@@ -141,12 +142,13 @@ def verify_toolchain_full(store: Store, lock: Lock) -> Path:
 def drift(root: Path, full: bool = False) -> tree_manifest.Changes | None:
     """What changed in a materialized toolchain since it was written (None: no manifest,
     i.e. materialized before manifests existed). `full` re-hashes every file."""
+    if not full:  # the quick check's entries from a marshal copy in <store>/cache/
+        quick = tree_manifest.read_quick(root, FILES_MANIFEST, root.parent.parent / QUICK_CACHE)
+        return None if quick is None else tree_manifest.quick_check(root, quick)
     entries = tree_manifest.read(root, FILES_MANIFEST)
     if entries is None:
         return None
-    if full:
-        return tree_manifest.full_check(root, entries, FILES_MANIFEST)
-    return tree_manifest.quick_check(root, entries)
+    return tree_manifest.full_check(root, entries, FILES_MANIFEST)
 
 
 def check_toolchain(root: Path, full: bool = False) -> None:

@@ -7,12 +7,14 @@ also lists files nobody wrote. Used for materialized toolchains (toolchain.py).
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from orchestrator.fs import write_atomic
 from orchestrator.hashing import pretty_json, sha256_file
 
 # Python's bytecode caches: rewritten by any interpreter run, checked by Python itself.
@@ -77,24 +79,63 @@ class Changes:
         return f"{self.extra[0]} was added"
 
 
-def quick_check(root: Path, entries: dict[str, dict[str, Any]]) -> Changes:
-    """lstat() every listed file: size, mtime and inode must be as written. Runs on every use
-    of a toolchain (~20k files), so paths are joined as strings, not through pathlib."""
+# (relative path, size, mtime_ns, inode, symlink target or None): what the quick check needs
+QuickEntry = tuple[str, int | None, int | None, int | None, str | None]
+QUICK_FORMAT = 1
+
+
+def quick_entries(entries: dict[str, dict[str, Any]]) -> list[QuickEntry]:
+    return [(rel, e.get("size"), e.get("mtime_ns"), e.get("ino"), e.get("target"))
+            for rel, e in entries.items()]
+
+
+def read_quick(root: Path, name: str, cache_dir: Path) -> list[QuickEntry] | None:
+    """The quick check's view of root/name, from a marshal copy in cache_dir that is valid
+    while the manifest file is the same (device, inode, size, mtime_ns, ctime_ns): parsing
+    the JSON of a toolchain's ~20k entries cost 0.07 s of every build, the copy 0.015 s.
+    None when there is no manifest."""
+    path = root / name
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    key = (QUICK_FORMAT, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    copy = cache_dir / f"quick-{root.name}.marshal"
+    try:
+        held_key, held = marshal.loads(copy.read_bytes())
+        if tuple(held_key) == key:
+            return held
+    except (OSError, ValueError, EOFError, TypeError):
+        pass  # none yet, or unreadable: made again below
+    entries = quick_entries(json.loads(path.read_text())["files"])
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        write_atomic(copy, marshal.dumps((key, entries)), durable=False)
+    except OSError:
+        pass  # a read-only store still checks, from the JSON
+    return entries
+
+
+def quick_check(root: Path, entries: dict[str, dict[str, Any]] | list[QuickEntry]) -> Changes:
+    """lstat() every listed file: size, mtime and inode must be as written (a symlink: its
+    target). Runs before every use of a toolchain (~20k files): one tight loop over tuples,
+    paths joined as strings."""
     out = Changes()
     base = f"{root}/"
     lstat, readlink, is_link, is_reg = os.lstat, os.readlink, stat.S_ISLNK, stat.S_ISREG
-    for rel, e in entries.items():
+    rows = quick_entries(entries) if isinstance(entries, dict) else entries
+    for rel, size, mtime_ns, ino, target in rows:
         path = base + rel
         try:
             st = lstat(path)
         except OSError:
             out.missing.append(rel)
             continue
-        if "target" in e:
-            if not is_link(st.st_mode) or readlink(path) != e["target"]:
+        if target is not None:
+            if not is_link(st.st_mode) or readlink(path) != target:
                 out.changed.append(rel)
-        elif (not is_reg(st.st_mode) or st.st_size != e["size"]
-              or st.st_mtime_ns != e["mtime_ns"] or st.st_ino != e["ino"]):
+        elif st.st_size != size or st.st_mtime_ns != mtime_ns or st.st_ino != ino \
+                or not is_reg(st.st_mode):
             out.changed.append(rel)
     return out
 

@@ -44,6 +44,10 @@ def test_status_and_gc(doit, store: Path, project: Path) -> None:  # noqa: ANN00
         (j / "blob").write_bytes(b"x" * 100_000)
     junk[3].parent.mkdir(parents=True, exist_ok=True)
     junk[3].write_bytes(b"y" * 100_000)
+    # the quick check's copy of the junk toolchain's manifest goes with it; the used one stays
+    [used_copy] = (store / "cache" / "toolchain-quick").iterdir()
+    junk.append(store / "cache" / "toolchain-quick" / f"quick-{'f' * 32}.marshal")
+    junk[4].write_bytes(b"z")
 
     before = snapshot(store)
     res = doit("gc", "dry_run=1", "keep=0", f"workspace={project}", "format=json")
@@ -53,6 +57,7 @@ def test_status_and_gc(doit, store: Path, project: Path) -> None:  # noqa: ANN00
     deleted = {Path(d["path"]).name: d["kind"] for d in plan["deleted"]}
     assert deleted == {"f" * 32: "toolchain", "demo-gone-0123abcd": "build tree",
                        "0123456789abcdef-norecipe": "source", "old.tar.gz": "archive",
+                       junk[4].name: "toolchain check copy",
                        gens[1]["artifact"]: "artifact"}, deleted
     assert plan["freed_bytes"] >= 400_000
 
@@ -63,5 +68,6 @@ def test_status_and_gc(doit, store: Path, project: Path) -> None:  # noqa: ANN00
     assert not (store / "store" / gens[1]["artifact"]).exists()
     assert (store / "store" / gens[0]["artifact"]).is_dir()  # the current one stays
     assert len(list((store / "toolchains").iterdir())) == 1  # the lock's toolchain stays
+    assert used_copy.is_file()
     assert {p.name.rsplit("-", 1)[0] for p in (store / "build").iterdir()} == {
         "demo-release", "demo-relwithdebinfo"}
