@@ -164,8 +164,8 @@ class Bench:
         wall = time.perf_counter() - t0
         if p.returncode not in (0, 1):
             raise SystemExit(f"doit build check=1 failed:\n{p.stdout}\n{p.stderr}")
-        print(p.stdout.strip().splitlines()[-1] if p.returncode == 0 else p.stderr.strip(),
-              file=sys.stderr)
+        if p.returncode == 1:  # the per-file list and the first differing section
+            print(p.stderr.strip()[-4000:], file=sys.stderr)
         if p.returncode == 1:
             bad = sum(1 for line in p.stdout.splitlines()
                       if line.split()[:1] in (["different"], ["missing"], ["extra"]))
