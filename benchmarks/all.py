@@ -119,27 +119,42 @@ def verify_rows(args: argparse.Namespace) -> list[Row]:
 
 
 def pull_rows(args: argparse.Namespace) -> list[Row]:
-    measure = "pull of torch lib/ artifact vs `curl | zstd -d`, one blob at a time"
+    measure = "pull from nginx vs curl + zstd of the same content"
     out, why = run_script("cache_pull.py", "--rounds", str(args.repeat))
     if out is None:
         return [skipped(measure, why)]
     d = last_json(out)
-    # The goal is on throughput (pull / baseline MB/s): the ratio column is baseline s / pull s.
-    return [(f"pull of {d['files']} files, {d['mb']:.0f} MB vs `curl | zstd -d`",
-             f"{d['pull_s']:.2f} s", f"{d['curl_seq_s']:.2f} s",
-             f"{d['ratio_seq']:.2f} (throughput)", ">= 0.8")]
+    # The goals are on throughput: the ratio column is baseline s / pull s.
+    rows: list[Row] = []
+    if "pull_s" in d:
+        rows.append((f"pull of torch lib/ ({d['files']} files, {d['mb']:.0f} MB) vs the best "
+                     "`curl | zstd -d` of its objects", f"{d['pull_s']:.2f} s",
+                     f"{min(d['curl_seq_s'], d['curl_par_s']):.2f} s",
+                     f"{d['ratio_best']:.2f} (throughput)", ">= 0.9"))
+    if "small_pull_s" in d:
+        rows.append((f"pull of {d['small_files']} small files ({d['small_mb']:.0f} MB) vs "
+                     "`curl | zstd -d | tar -x`", f"{d['small_pull_s']:.2f} s",
+                     f"{d['small_tar_s']:.2f} s", f"{d['small_ratio']:.2f} (throughput)",
+                     ">= 0.8"))
+    return rows or [skipped(measure, "cache_pull.py printed neither set")]
 
 
 def breakpoint_rows(args: argparse.Namespace) -> list[Row]:
-    measure = "first breakpoint, fresh clone + cached artifact: cold vs warm"
+    measure = "first breakpoint, fresh clone + cached artifact vs warm"
     out, why = run_script("time_to_breakpoint.py")
     if out is None:
         return [skipped(measure, why)]
     cold = re.search(r"^cold total\s+([\d.]+)", out, re.M)
+    pulled = re.search(r"^cold total, toolchain pulled\s+([\d.]+)", out, re.M)
     warm = re.search(r"^baseline: warm[^\d]*([\d.]+)", out, re.M)
     if not (cold and warm):
         return [skipped(measure, "time_to_breakpoint.py printed no cold/warm totals")]
-    return [row(measure, float(cold[1]), float(warm[1]), "cold <= 15 s")]
+    rows = [row("first breakpoint, fresh clone, toolchain built vs warm", float(cold[1]),
+                float(warm[1]), "cold <= 120 s")]
+    if pulled:
+        rows.append(row("first breakpoint, fresh clone, toolchain pulled vs warm",
+                        float(pulled[1]), float(warm[1]), "cold <= 15 s"))
+    return rows
 
 
 def main() -> None:
