@@ -26,10 +26,30 @@ def sccache_processes(binary: Path) -> list[int]:
     return found
 
 
-def server_gone(binary: Path) -> list[int]:
-    """The live sccache processes right after a build: none, since the build waits for its
-    server's process to end after `--stop-server` (and ends it if it lingers)."""
-    return sccache_processes(binary)
+def describe(pid: int) -> str | None:
+    """pid, parent, state and SCCACHE_ settings of a live process (None: it ended)."""
+    try:
+        status = dict(ln.split(":\t", 1) for ln in
+                      Path(f"/proc/{pid}/status").read_text().splitlines() if ":\t" in ln)
+        env = [v.decode(errors="replace") for v in
+               Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+               if v.startswith((b"SCCACHE_DIR=", b"SCCACHE_SERVER_PORT="))]
+    except OSError:
+        return None
+    return f"{pid} ppid={status.get('PPid')} state={status.get('State')} {env}"
+
+
+def server_gone(binary: Path, store: Path) -> list[str]:
+    """This store's sccache processes right after a build: none, since the build waits for
+    its server's process to end after `--stop-server` (and ends it if it lingers). A process
+    of the same binary for another store (SCCACHE_DIR) is not this build's; every sccache
+    process left is described in the failure message."""
+    mark = f"SCCACHE_DIR={store / 'sccache'}"
+    ours = [d for pid in sccache_processes(binary) if (d := describe(pid)) and repr(mark) in d]
+    if ours:
+        others = [describe(pid) for pid in sccache_processes(binary)]
+        return ours + [f"(all sccache processes: {others})"]
+    return []
 
 
 def test_sccache_hits_in_a_fresh_tree_and_another_checkout_same_bytes_as_off(
@@ -46,14 +66,14 @@ def test_sccache_hits_in_a_fresh_tree_and_another_checkout_same_bytes_as_off(
     assert cold.returncode == 0, cold.output
     assert cold.hits_misses() == (0, DEMO_OBJECTS), cold.output
     assert (store / "sccache").is_dir() and not (store / "ccache").exists()
-    assert server_gone(binary) == [], "the build left its sccache server running"
+    assert server_gone(binary, store) == [], "the build left its sccache server running"
     cold_files = files_of(Path(json.loads(cold.stdout.strip().splitlines()[-1])["path"]))
 
     fresh_trees(store)
     again = doit(*args, env=env)
     assert again.returncode == 0, again.output
     assert again.hits_misses() == (DEMO_OBJECTS, 0), again.output
-    assert server_gone(binary) == []
+    assert server_gone(binary, store) == []
     assert files_of(Path(json.loads(again.stdout.strip().splitlines()[-1])["path"])) == cold_files
 
     # A second checkout of the same tree at another path (another depth, too): the launcher
@@ -63,7 +83,7 @@ def test_sccache_hits_in_a_fresh_tree_and_another_checkout_same_bytes_as_off(
     second = doit(*args[:-2], f"source={src_b}", f"store={store}", env=env)
     assert second.returncode == 0, second.output
     assert second.hits_misses() == (DEMO_OBJECTS, 0), second.output
-    assert server_gone(binary) == []
+    assert server_gone(binary, store) == []
     assert files_of(Path(json.loads(second.stdout.strip().splitlines()[-1])["path"])) == cold_files
 
     off_store = make_store(tmp_path / "off", session_toolchain)
