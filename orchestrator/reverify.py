@@ -18,8 +18,8 @@ from orchestrator.console import console
 from orchestrator.errors import CheckFailed
 from orchestrator.fs import write_atomic
 from orchestrator.hashing import digest_of, pretty_json
-from orchestrator.settings import Settings
 from orchestrator.model.manifest import MANIFEST_NAME
+from orchestrator.settings import Settings
 from orchestrator.store import Store
 
 if TYPE_CHECKING:

@@ -116,15 +116,14 @@ def read_quick(root: Path, name: str, cache_dir: Path) -> list[QuickEntry] | Non
     return entries
 
 
-def quick_check(root: Path, entries: dict[str, dict[str, Any]] | list[QuickEntry]) -> Changes:
+def quick_check(root: Path, entries: list[QuickEntry]) -> Changes:
     """lstat() every listed file: size, mtime and inode must be as written (a symlink: its
     target). Runs before every use of a toolchain (~20k files): one tight loop over tuples,
     paths joined as strings."""
     out = Changes()
     base = f"{root}/"
     lstat, readlink, is_link, is_reg = os.lstat, os.readlink, stat.S_ISLNK, stat.S_ISREG
-    rows = quick_entries(entries) if isinstance(entries, dict) else entries
-    for rel, size, mtime_ns, ino, target in rows:
+    for rel, size, mtime_ns, ino, target in entries:
         path = base + rel
         try:
             st = lstat(path)
