@@ -14,7 +14,6 @@ variable (exit 2).
 from __future__ import annotations
 
 import importlib
-import sys
 from pathlib import Path
 from typing import Callable
 
@@ -25,6 +24,7 @@ from doit.reporter import ConsoleReporter
 from rich.markup import escape
 
 from orchestrator import cli_vars
+from orchestrator.command_line import DOIT_COMMANDS, cli_argv, split_words
 from orchestrator.console import console
 from orchestrator.errors import CheckFailed, UserError
 from orchestrator.settings import Settings
@@ -32,47 +32,9 @@ from orchestrator.settings import Settings
 REPO_ROOT: Path = Path.cwd()
 DEP_FILE = ":memory:"  # sqlite3's name for a database that is never written to disk
 
-# doit's own commands (a first word that is one of these is not a verb of ours)
-DOIT_COMMANDS = frozenset({"help", "run", "list", "info", "clean", "forget", "ignore", "dumpdb",
-                           "strace", "tabcompletion", "reset-dep", "auto"})
-# doit's options that take the next word as their value
-_OPTIONS_WITH_VALUE = frozenset({"-f", "--file", "-d", "--dir", "--db-file", "--backend",
-                                 "--check_file_uptodate", "-r", "--reporter", "-o",
-                                 "--output-file", "-n", "--process", "-P", "--parallel-type",
-                                 "-v", "--verbosity", "--failure-verbosity",
-                                 "--auto-delayed-regex", "--codec-cls"})
-
-
 def configure(repo_root: Path) -> None:
     global REPO_ROOT
     REPO_ROOT = repo_root.absolute()
-
-
-def cli_argv() -> list[str] | None:
-    """sys.argv[1:] when this process is the doit command (`doit`, `python -m doit`); None
-    when doit is driven in-process (DoitMain(...).run(argv)), whose words we cannot see."""
-    prog = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path()
-    if prog.name == "doit" or (prog.name == "__main__.py" and prog.parent.name == "doit"):
-        return list(sys.argv[1:])
-    return None
-
-
-def split_words(argv: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
-    """(positional words, [(name, value)] in order) by doit's rule; options are skipped."""
-    words: list[str] = []
-    pairs: list[tuple[str, str]] = []
-    skip = False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg.startswith("-"):
-            skip = arg in _OPTIONS_WITH_VALUE
-        elif "=" in arg:
-            name, value = arg.split("=", 1)
-            pairs.append((name, value))
-        else:
-            words.append(arg)
-    return words, pairs
 
 
 class DoitEntry(DoitMain):
