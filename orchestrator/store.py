@@ -21,10 +21,13 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 from orchestrator.fs import (fsync_dir, is_stale_temp, make_writable, remove_tree, temp_in,
                              temp_sibling, write_atomic)
 from orchestrator.hashing import canonical_json, local_secret, pretty_json, remember_sha256
-from orchestrator.model.manifest import MANIFEST_NAME, Manifest
+from orchestrator.store_layout import MANIFEST_NAME
 
-if TYPE_CHECKING:  # filelock (asyncio with it) is imported when a lock is taken
+if TYPE_CHECKING:  # filelock (asyncio with it) is imported when a lock is taken; the
+    # manifest's model (pydantic) when one is read: the fast path (plan_memo) uses the store
     from filelock import FileLock
+
+    from orchestrator.model.manifest import Manifest
 
 # In a build tree: what its last commit staged, {"epoch", "files": {path: [size, exec,
 # source dev, ino, size, mtime_ns, ctime_ns, sha256]}} (see Store.reuse_unchanged).
@@ -90,6 +93,8 @@ class Store:
 
     @staticmethod
     def read_manifest(path: Path) -> Manifest:
+        from orchestrator.model.manifest import Manifest
+
         return Manifest.model_validate_json((path / MANIFEST_NAME).read_text())
 
     def lock(self, name: str, timeout: float = -1) -> FileLock:
@@ -115,20 +120,20 @@ class Store:
             if path.exists():
                 remove_tree(path)
 
-    def clean_stale(self) -> list[Path]:
-        """Remove temps (`fs.temp_name`) in tmp/, toolchains/, store/, gcroots/, cache/, git/
-        and each build/<key>/ whose owning process is gone."""
-        removed = []
+    def stale_temps(self) -> list[Path]:
+        """Temps (`fs.temp_name`) in tmp/, toolchains/, store/, gcroots/, cache/, git/ and
+        each build/<key>/ whose owning process is gone."""
         builds = [d for d in self.build_dir.iterdir() if d.is_dir()] \
             if self.build_dir.is_dir() else []
-        for parent in (self.tmp_dir, self.toolchains_dir, self.store_dir, self.gcroots_dir,
-                       self.root / "cache", self.root / "git", *builds):
-            if not parent.is_dir():
-                continue
-            for p in parent.iterdir():
-                if is_stale_temp(p.name):
-                    remove_tree(p)
-                    removed.append(p)
+        return [p for parent in (self.tmp_dir, self.toolchains_dir, self.store_dir,
+                                 self.gcroots_dir, self.root / "cache", self.root / "git", *builds)
+                if parent.is_dir() for p in parent.iterdir() if is_stale_temp(p.name)]
+
+    def clean_stale(self) -> list[Path]:
+        """Remove the stale temps (`stale_temps`); returns them."""
+        removed = self.stale_temps()
+        for p in removed:
+            remove_tree(p)
         return removed
 
     # -- commit ---------------------------------------------------------------------------

@@ -22,8 +22,8 @@ from orchestrator.hashing import pretty_json, sha256_file
 from orchestrator.machine_check import check_interpreter, check_machine
 from orchestrator.model.lock import CompilerEntry, DebEntry, Lock, PypiEntry, PythonEntry
 from orchestrator.store import Store
+from orchestrator.store_layout import TOOLCHAIN_JSON
 
-TOOLCHAIN_JSON = "toolchain.json"
 # Every file the materialization wrote (tree_manifest): checked cheaply at each use.
 FILES_MANIFEST = "toolchain-files.json"
 QUICK_CACHE = "cache/toolchain-quick"  # under the store: tree_manifest.read_quick's copies

@@ -9,6 +9,7 @@ from orchestrator.fs import write_atomic
 from orchestrator.ide.cmake_presets import cmake_presets, presets_path
 from orchestrator.ide.debugger_init import gdbinit_block, lldbinit_block, replace_block, wrappers
 from orchestrator.ide.jsonc import dump_json
+from orchestrator.ide.managed import STATE_FILE, is_managed
 from orchestrator.ide.spec import IdeSpec
 from orchestrator.ide.vscode_files import (cpp_properties_json, launch_json, settings_json,
                                            tasks_json)
@@ -18,7 +19,6 @@ if TYPE_CHECKING:
     from orchestrator.settings import Settings
     from orchestrator.toolchain import Toolchain
 
-STATE_FILE = "ide.json"               # <ws>/.orch/ide.json: IDE files are managed here
 
 
 def write_if_changed(path: Path, text: str, mode: int = 0o644) -> bool:
@@ -56,11 +56,6 @@ def write_files(spec: IdeSpec) -> list[Path]:
     """Write every file (atomically, only when changed); return those written."""
     return [path for path, (text, mode) in render_files(spec).items()
             if write_if_changed(path, text, mode)]
-
-
-def is_managed(workspace: Path) -> bool:
-    """True once `doit vscode` has written this workspace's IDE files."""
-    return (workspace / ".orch" / STATE_FILE).is_file() and (workspace / ".vscode").is_dir()
 
 
 def refresh_if_managed(settings: Settings, plan: Plan | None = None,
