@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from orchestrator.fs import temp_sibling, write_atomic
+from orchestrator.read_trace import note_stat
 
 CHUNK = 1 << 20
 
@@ -105,6 +106,7 @@ class StatCache:
     def sha256(self, file: Path) -> str:
         st = file.stat()
         key = str(file)
+        note_stat(key, st)
         sig = [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
         hit = self.entries.get(key)
         if hit and hit[:4] == sig:

@@ -17,6 +17,7 @@ from orchestrator.hashing import StatCache
 from orchestrator.lock.probe import probe_compiler, probe_python, probe_syspkg
 from orchestrator.lock.probe_cache import ProbeCache
 from orchestrator.model.lock import CompilerEntry, Lock, PythonEntry, SystemPackageEntry
+from orchestrator.read_trace import note_stat
 from orchestrator.store import Store
 
 # (path as locked, what it resolves to, stat of the real file) -> the probe's facts.
@@ -36,6 +37,7 @@ def probe_python_once(path: str, fresh: bool = False,
         st = None
     if st is None:
         return probe_python(path)  # not found / unreadable: its own message
+    note_stat(real, st)
     key = (path, exe, real, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
     if fresh or key not in _PYTHON_PROBES:
         if fresh or probes is None:

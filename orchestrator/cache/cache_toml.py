@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from orchestrator.errors import UserError
 from orchestrator.model.user_file import read_toml
+from orchestrator.read_trace import note_path
 
 if TYPE_CHECKING:  # nacl: loaded only where keys are used, not by every build's settings
     from orchestrator.cache.signing import TrustedKeys
@@ -105,6 +106,7 @@ def load_config(repo_root: Path, env: Mapping[str, str] | None = None) -> CacheC
     """Read and validate the cache config; a missing default file means "no cache"."""
     env = os.environ if env is None else env
     path = config_path(repo_root, env)
+    note_path(path)  # a plan memo: a cache.toml written later counts
     if not path.is_file():
         if env.get(CONFIG_ENV):
             raise UserError(f"{CONFIG_ENV}={path}: no such file")

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from orchestrator.cache.cache_toml import CONFIG_ENV, config_path
 from orchestrator.errors import UserError
+from orchestrator.read_trace import note_path
 
 REMOTE_SCHEMES = ("http://", "https://", "file://", "redis://")
 TABLE = "compile_cache"
@@ -54,6 +55,7 @@ def load_compile_cache_config(repo_root: Path,
     cache.toml means local only."""
     env = os.environ if env is None else env
     path = config_path(repo_root, env)
+    note_path(path)  # a plan memo: a cache.toml written later counts
     if not path.is_file():
         if env.get(CONFIG_ENV):
             raise UserError(f"{CONFIG_ENV}={path}: no such file")

@@ -12,6 +12,7 @@ from orchestrator.hashing import pretty_json, sha256_bytes
 from orchestrator.model.lock import Lock, LockSpec
 from orchestrator.model.recipe import NAME_RE, describe_validation_error
 from orchestrator.model.user_file import read_json, read_toml
+from orchestrator.read_trace import note_path
 
 
 def check_lock_name(name: str) -> str:
@@ -51,6 +52,7 @@ def load_lock(locks_dir: Path, name: str) -> Lock:
     except ValidationError as e:
         raise UserError(f"{path}: {describe_validation_error(e)}; run `doit lock` to rewrite it") from None
     sp = spec_path(locks_dir, name)
+    note_path(sp)  # a plan memo: a spec written later counts
     if sp.is_file() and sha256_bytes(sp.read_bytes()) != lock.spec_sha256:
         raise UserError(f"{path} is stale: {sp} changed since it was written; run `doit lock`")
     return lock

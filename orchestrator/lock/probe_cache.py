@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from orchestrator.fs import write_atomic
+from orchestrator.read_trace import note_binary, paused
 
 Answer = TypeVar("Answer")
 
@@ -49,13 +50,15 @@ class ProbeCache:
     def answer(self, file: str, question: str, ask: Callable[[], Answer]) -> Answer:
         """`ask()`'s answer to `question`, remembered while `file`'s signature holds."""
         sig = binary_signature(file)
+        note_binary(file, sig)
         if sig is None:
             return ask()  # not there: the probe says so in its own words
         key = f"{question}\0{file}"
         hit = self.entries.get(key)
         if isinstance(hit, list) and len(hit) == len(sig) + 1 and hit[:-1] == sig:
             return hit[-1]
-        found = ask()
+        with paused():  # a trace keys this answer by the binary's signature, noted above
+            found = ask()
         if found is not None:
             self.entries[key] = [*sig, found]
             self.dirty = True

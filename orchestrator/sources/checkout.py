@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from orchestrator.errors import UserError
 from orchestrator.hashing import StatCache, digest_of, sha256_bytes, tree_digest
+from orchestrator.read_trace import recorded
 from orchestrator.sources.prepared import (IGNORED_DIRS, PreparedSource, is_workspace_link,
                                           is_workspace_plumbing, stat_cache)
 from orchestrator.store import Store
@@ -86,14 +87,19 @@ def checkout_dir(raw: str) -> Path:
     return src
 
 
+def tree_identity(src: Path, cache: StatCache) -> dict[str, Any]:
+    """A checkout's identity: git-aware in a git checkout's top level, else the tree's hash."""
+    if is_git_checkout(src):
+        return checkout_identity(src, cache)
+    return {"kind": "path", "tree_sha256": tree_digest(src, cache, IGNORED_DIRS)}
+
+
 def prepare_checkout(raw: str, store: Store) -> PreparedSource:
     """A developer's own tree given as source=PATH (git-aware identity; dirty trees allowed)."""
     src = checkout_dir(raw)
     cache = stat_cache(store)
-    if is_git_checkout(src):
-        ident = checkout_identity(src, cache)
-    else:
-        ident = {"kind": "path", "tree_sha256": tree_digest(src, cache, IGNORED_DIRS)}
+    # A plan memo computes it again (git and the stat cache) instead of noting the files.
+    ident = recorded("checkout", [str(src)], lambda: tree_identity(src, cache))
     cache.save()
     extra = {"checkout": True, "git_rev": ident.get("rev")}
     return PreparedSource(dir=src, identity=ident, extra=extra)

@@ -8,6 +8,7 @@ from typing import Any
 from orchestrator.errors import UserError
 from orchestrator.hashing import tree_digest
 from orchestrator.model.recipe import PathSource, Recipe
+from orchestrator.read_trace import recorded
 from orchestrator.settings import Settings
 from orchestrator.sources.patches import patch_identity, patch_paths, patched_copy
 from orchestrator.sources.prepared import IGNORED_DIRS, IGNORED_FILES, PreparedSource, stat_cache
@@ -25,7 +26,9 @@ def prepare_path_source(settings: Settings, recipe: Recipe, spec: PathSource,
         where = "source=" + raw if "source" in settings.vars else f"recipes/{recipe.name}.toml: source.path"
         raise UserError(f"{where}: source directory {src} does not exist; fix the path")
     cache = stat_cache(store)
-    digest = tree_digest(src, cache, IGNORED_DIRS, IGNORED_FILES)
+    # A plan memo computes it again (through the stat cache) instead of noting the files.
+    digest = recorded("tree", [str(src), list(IGNORED_DIRS), list(IGNORED_FILES)],
+                      lambda: tree_digest(src, cache, IGNORED_DIRS, IGNORED_FILES))
     cache.save()
     identity: dict[str, Any] = {"kind": "path", "tree_sha256": digest}
     if spec.patches:  # a patched copy under the store; the directory itself stays as it is

@@ -25,9 +25,12 @@ class PreparedSource:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+STAT_CACHE = "stat-cache.json"  # <store>/cache/<this>
+
+
 def stat_cache(store: Store) -> StatCache:
     """The store's stat cache for source files (size, mtime, inode → sha256)."""
-    return StatCache(store.root / "cache" / "stat-cache.json")
+    return StatCache(store.root / "cache" / STAT_CACHE)
 
 
 def is_workspace_plumbing(rel: str) -> bool:

@@ -1,0 +1,136 @@
+"""What a piece of work read, for a memo of its answer (see plan_memo): every file it opened
+for reading or listed (a `sys.addaudithook` hook), every file the stat caches and the probe
+cache consulted instead of reading it, the PATH directories (`shutil.which`), and results
+to compute again rather than files (a source tree's digest, a checkout's identity).
+
+A subprocess started while tracing makes the trace unusable (`Trace.unsafe`): what it read
+is unknown. A probe answered by the probe cache is keyed by its binary instead
+(`paused()` around the probe). Outside a trace every note is one `is None` test.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, TypeVar
+
+T = TypeVar("T")
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+
+
+def stat_sig(path: str) -> list[int] | None:
+    """[size, mtime_ns, inode, ctime_ns, mode] of what `path` resolves to; None: nothing."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns, st.st_mode]
+
+
+@dataclass
+class Trace:
+    skip: frozenset[str] = frozenset()         # paths never noted (pure caches)
+    files: dict[str, list[int] | None] = field(default_factory=dict)  # path -> stat_sig
+    bins: dict[str, list[Any] | None] = field(default_factory=dict)   # probe key file -> sig
+    redo: list[list[Any]] = field(default_factory=list)              # [kind, args, result]
+    unsafe: str | None = None
+    paused: int = 0
+
+    def note(self, path: str, sig: list[int] | None) -> None:
+        if not self.paused and path not in self.files and path not in self.skip:
+            self.files[path] = sig
+
+
+_active: Trace | None = None
+_hooked = False
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    t = _active
+    if t is None or t.paused:
+        return
+    if event == "open":
+        path, mode, flags = args
+        if (mode and any(c in mode for c in "wax+")) or (flags or 0) & _WRITE_FLAGS:
+            return
+    elif event in ("os.listdir", "os.scandir"):
+        path = args[0] if args[0] is not None else "."
+    elif event == "subprocess.Popen":
+        t.unsafe = t.unsafe or f"ran {args[0]!r}"
+        return
+    else:
+        return
+    if isinstance(path, int):
+        return
+    p = os.path.abspath(os.fsdecode(path))
+    if not p.endswith((".py", ".pyc")):  # code: keyed by plan_memo's code fingerprint
+        t.note(p, stat_sig(p))
+
+
+@contextlib.contextmanager
+def tracing(skip: frozenset[str] = frozenset()) -> Iterator[Trace]:
+    """Trace what the block reads (nested traces are not supported: the inner one wins)."""
+    global _active, _hooked
+    if not _hooked:
+        sys.addaudithook(_audit)
+        _hooked = True
+    t = Trace(skip=skip)
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        if d:
+            t.note(os.path.abspath(d), stat_sig(d))
+    outer, _active = _active, t
+    try:
+        yield t
+    finally:
+        _active = outer
+
+
+@contextlib.contextmanager
+def paused() -> Iterator[None]:
+    """Nothing the block reads or runs is traced (its caller notes what keys it instead)."""
+    t = _active
+    if t is None:
+        yield
+        return
+    t.paused += 1
+    try:
+        yield
+    finally:
+        t.paused -= 1
+
+
+def note_path(path: os.PathLike[str] | str) -> None:
+    """A file whose presence or absence the traced work asked about (stat only)."""
+    t = _active
+    if t is not None:
+        p = os.path.abspath(path)
+        t.note(p, stat_sig(p))
+
+
+def note_stat(path: str, st: os.stat_result) -> None:
+    """A stat cache answered for `path` from this stat (its content was not read)."""
+    t = _active
+    if t is not None:
+        t.note(os.path.abspath(path), [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns,
+                                       st.st_mode])
+
+
+def note_binary(file: str, sig: list[Any] | None) -> None:
+    """The probe cache answered a question about `file` while it had signature `sig`."""
+    t = _active
+    if t is not None and not t.paused:
+        t.bins.setdefault(file, sig)
+
+
+def recorded(kind: str, args: list[Any], compute: Callable[[], T]) -> T:
+    """compute() untraced, noted as a result to compute again (`plan_memo.redo(kind, args)`)
+    rather than as the files it read."""
+    t = _active
+    if t is None or t.paused:
+        return compute()
+    with paused():
+        result = compute()
+    t.redo.append([kind, args, json.loads(json.dumps(result))])
+    return result
