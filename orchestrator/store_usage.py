@@ -19,6 +19,7 @@ from typing import Any, Iterable, Iterator
 
 from orchestrator.errors import UserError
 from orchestrator.fs import remove_tree
+from orchestrator.plan_memo import MEMO_DIR, memo_artifact
 from orchestrator.settings import Settings
 from orchestrator.store import Store
 
@@ -163,7 +164,7 @@ def needed(settings: Settings, store: Store, keep: int) -> Needed:
 # -- the gc plan ------------------------------------------------------------------------------
 @dataclass
 class Doomed:
-    kind: str   # artifact | toolchain | toolchain check copy | build tree | source | archive | git cache | failed build
+    kind: str   # artifact | toolchain | toolchain check copy | plan memo | build tree | source | archive | git cache | failed build
     path: Path
     why: str
 
@@ -202,6 +203,10 @@ def gc_plan(settings: Settings, store: Store, keep: int) -> tuple[list[Doomed], 
             for p in _listdir(store.root / "cache" / "toolchain-quick")
             if (name := p.name.removeprefix("quick-").removesuffix(".marshal")) in doomed_tcs
             or not (store.toolchains_dir / name).exists()]
+    doomed_arts = {str(d.path) for d in out if d.kind == "artifact"}
+    out += [Doomed("plan memo", p, "its artifact is gone")  # plan_memo.py
+            for p in _listdir(store.root / "cache" / MEMO_DIR)
+            if (art := memo_artifact(p)) is None or art in doomed_arts or not Path(art).is_dir()]
     out += [Doomed("build tree", p, "its recipe or variant is gone")
             for p in _listdir(store.build_dir) if not _build_tree_needed(p.name, need.variants)]
     newest: dict[str, Path] = {}

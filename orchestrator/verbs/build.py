@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 
 from orchestrator.console import print_total
+from orchestrator.plan_memo import remember
 from orchestrator.realise import Realised, realise
 from orchestrator.settings import Settings
 from orchestrator.store import Store
@@ -29,6 +30,8 @@ def cmd_build(settings: Settings) -> Realised:
         same = "identical to" if r.comparison["identical"] else "differs from"
         msg += f"; {r.comparison['mode']}: the new build {same} the store"
     emit(settings, data, msg)
+    if r.comparison is None:
+        remember(r)  # the next no-op build of this command: answered by plan_memo.answer
     if r.origin != "present":
         print_total(time.monotonic() - t0)
     return r

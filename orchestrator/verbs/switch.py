@@ -3,9 +3,12 @@ from __future__ import annotations
 
 from orchestrator.activation import activate
 from orchestrator.ide.render import refresh_if_managed
+from orchestrator.plan_memo import remember
+from orchestrator.read_trace import stat_sig
 from orchestrator.realise import realise
 from orchestrator.settings import Settings
 from orchestrator.store import Store
+from orchestrator.toolchain import TOOLCHAIN_JSON
 from orchestrator.verbs.output import emit
 from orchestrator.workspace import Workspace
 
@@ -23,3 +26,6 @@ def cmd_switch(settings: Settings) -> None:
                     "id": r.plan.artifact_id, "origin": r.origin},
          f"{state}: {settings.workspace} generation {gen} → {r.plan.recipe.name} "
          f"{r.plan.variant_name} {r.plan.artifact_id} ({r.origin})")
+    remember(r, {"workspace": str(settings.workspace), "toolchain": str(toolchain.root),
+                 "toolchain_sig": stat_sig(str(toolchain.root / TOOLCHAIN_JSON)),
+                 "outputs": r.plan.recipe.outputs.model_dump()})

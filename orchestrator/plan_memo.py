@@ -1,0 +1,285 @@
+"""The plan memo: a no-op `doit build` and a `doit switch` answered from what the same
+command's last plan read, without importing the planner (pydantic models, rich, builders).
+
+The full command traces its plan (read_trace): the files it opened or listed, the files
+the stat caches and the probe cache answered for, the PATH directories, and the source
+identities computed from a tree, kept as calls to make again. A plan that ran any other
+subprocess is not kept. `remember` writes `<store>/cache/plan-memo/<key>.json`, keyed by
+the verb and its variables, the environment (less SHELL_ONLY), the working directory, the
+interpreter and the orchestrator's own code (every .py file's size and mtime) and installed
+packages (site-packages' stat).
+
+`answer` (dodo.py calls it first, before doit loads any task) takes the memo only when every
+recorded stat is the same, every identity made again comes out the same, the artifact's
+manifest is the one recorded, the store holds no stale temp and, for a switch, the toolchain
+is the one recorded and the workspace has no IDE files to refresh. Anything else falls
+through to the full command, which writes a new memo. ORCH_PLAN_MEMO=0 turns it off.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from orchestrator.command_line import cli_argv, split_words
+from orchestrator.read_trace import Trace, stat_sig, tracing
+from orchestrator.store_layout import MANIFEST_NAME, TOOLCHAIN_JSON
+
+FORMAT = 1
+MEMO_DIR = "plan-memo"
+VERBS = ("build", "switch")
+# doit's options that only say where dodo.py and the working directory are (both key the memo:
+# repo_root is dodo.py's directory, the cwd doit changed to is in the key).
+PLACE_OPTIONS = frozenset({"-f", "--file", "-d", "--dir"})
+# Variables that make the verb do more than look the plan up (they always run in full).
+FULL_ONLY = frozenset({"rebuild", "check", "commit_failed"})
+# Pure caches under <store>/cache/: their content follows from inputs the trace notes.
+CACHE_FILES = ("stat-cache.json", "machine-stat-cache.json", "machine-probe-cache.json")
+# The shell's and terminal's own variables: no plan reads them, and they change per shell.
+SHELL_ONLY = frozenset({
+    "_", "OLDPWD", "PWD", "SHLVL", "PS1", "PS2", "PS4", "PROMPT_COMMAND", "TERM", "COLORTERM",
+    "COLUMNS", "LINES", "TERM_PROGRAM", "TERM_PROGRAM_VERSION", "TERM_SESSION_ID", "WINDOWID",
+    "TMUX", "TMUX_PANE", "STY", "SSH_CLIENT", "SSH_CONNECTION", "SSH_TTY", "SSH_AUTH_SOCK",
+    "DISPLAY", "XAUTHORITY", "LS_COLORS", "HISTFILE", "HISTSIZE", "HISTFILESIZE",
+    "HISTCONTROL", "MAIL", "LESSOPEN", "LESSCLOSE"})
+SHELL_PREFIXES = ("VSCODE_",)
+
+PACKAGE = Path(__file__).resolve().parent
+
+
+class Command:
+    """The command this process runs when it may be memoized: its key and memo file."""
+
+    def __init__(self, verb: str, variables: dict[str, str], key: str, store_root: Path,
+                 workspace: Path) -> None:
+        self.verb, self.variables, self.key = verb, variables, key
+        self.store_root, self.workspace = store_root, workspace
+
+    @property
+    def memo_file(self) -> Path:
+        return self.store_root / "cache" / MEMO_DIR / f"{self.key}.json"
+
+
+_command: Command | None = None   # set by answer() when it fell through
+_trace: Trace | None = None       # the plan's trace in this process
+
+
+def code_fingerprint(repo_root: Path) -> list[Any]:
+    """(path, size, mtime_ns) of every .py file of the package and dodo.py, and the stat of
+    the directory the installed packages live in (an install or removal changes it)."""
+    out: list[Any] = []
+    stack = [str(PACKAGE)]
+    while stack:
+        d = stack.pop()
+        with os.scandir(d) as it:
+            for e in it:
+                if e.is_dir(follow_symlinks=False):
+                    if e.name != "__pycache__":
+                        stack.append(e.path)
+                elif e.name.endswith(".py"):
+                    st = e.stat()
+                    out.append([e.path, st.st_size, st.st_mtime_ns])
+    import doit  # already imported: dodo.py runs under doit
+
+    site = os.path.dirname(os.path.dirname(doit.__file__))
+    out.sort()
+    out.append([str(repo_root / "dodo.py"), stat_sig(str(repo_root / "dodo.py"))])
+    out.append([site, stat_sig(site)])
+    return out
+
+
+def command_of(repo_root: Path, argv: list[str]) -> Command | None:
+    """The memoizable command `argv` is, or None (another verb, options, help, a variable
+    given twice, a full-only variable, ORCH_PLAN_MEMO=0)."""
+    if os.environ.get("ORCH_PLAN_MEMO", "1") == "0":
+        return None
+    options = [a for i, a in enumerate(argv) if a.startswith("-")
+               and not (i and argv[i - 1] in PLACE_OPTIONS)]
+    if any(a not in PLACE_OPTIONS for a in options):
+        return None  # -v, --help, -n ...: doit's own behaviour
+    words, pairs = split_words(argv)
+    if words[:1] == ["run"]:
+        words = words[1:]
+    if len(words) > 1 or (words and words[0] not in VERBS):
+        return None
+    variables = dict(pairs)
+    if len(variables) != len(pairs) or FULL_ONLY & set(variables):
+        return None
+    verb = words[0] if words else "build"
+    # As Settings.from_vars reads them (a memo's answer is only used where they agree).
+    raw = variables.get("store") or os.environ.get("ORCH_STORE") or str(repo_root / "artifacts")
+    ws = variables.get("workspace") or variables.get("source") or str(repo_root)
+    try:
+        store_root, workspace = (Path(p).expanduser().absolute() for p in (raw, ws))
+    except (RuntimeError, ValueError):
+        return None
+    env = {k: v for k, v in os.environ.items()
+           if k not in SHELL_ONLY and not k.startswith(SHELL_PREFIXES)}
+    key = hashlib.sha256(json.dumps({
+        "format": FORMAT, "verb": verb, "vars": variables, "env": env, "cwd": os.getcwd(),
+        "repo": str(repo_root), "python": [sys.executable, sys.version],
+        "code": code_fingerprint(repo_root)}, sort_keys=True).encode()).hexdigest()[:40]
+    return Command(verb, variables, key, store_root, workspace)
+
+
+def answer(repo_root: Path) -> None:
+    """Answer this doit command from its memo and exit 0, or return (the full command runs,
+    and `remember` keeps a memo of it)."""
+    global _command
+    argv = cli_argv()
+    if argv is None:
+        return
+    cmd = command_of(repo_root.absolute(), argv)
+    if cmd is None:
+        return
+    _command = cmd
+    t0 = time.monotonic()
+    try:
+        memo = json.loads(cmd.memo_file.read_bytes())
+    except (OSError, ValueError):
+        return
+    try:
+        if not isinstance(memo, dict) or memo.get("format") != FORMAT or not still_holds(cmd, memo):
+            return
+    except (TypeError, ValueError, KeyError, AttributeError, OSError):
+        return  # a memo this code cannot read: the full command writes a new one
+    if cmd.verb == "build":
+        human = (f"up to date: {memo['recipe']} {memo['variant']} {memo['id']}: present → "
+                 f"{memo['artifact']} ({time.monotonic() - t0:.2f}s)")
+        data = {"id": memo["id"], "path": memo["artifact"], "origin": "present",
+                "recipe": memo["recipe"], "variant": memo["variant"]}
+    else:
+        switched = switch(cmd, memo)
+        if switched is None:
+            return
+        gen, changed = switched
+        human = (f"{'switched' if changed else 'already active'}: {memo['switch']['workspace']} "
+                 f"generation {gen} → {memo['recipe']} {memo['variant']} {memo['id']} (present)")
+        data = {"generation": gen, "changed": changed, "path": memo["artifact"],
+                "id": memo["id"], "origin": "present"}
+    if cmd.variables.get("format") == "json":
+        sys.stdout.write(json.dumps(data, sort_keys=True) + "\n")
+    else:
+        sys.stderr.write(human + "\n")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    raise SystemExit(0)
+
+
+def still_holds(cmd: Command, memo: dict[str, Any]) -> bool:
+    """Every input the plan read is as it was, and the store still has its answer."""
+    from orchestrator.lock.probe_cache import binary_signature
+    from orchestrator.store import ARTIFACT_RE, Store
+
+    if not cmd.workspace.is_dir():
+        return False  # the full command says so
+    art = Path(memo["artifact"])
+    name = ARTIFACT_RE.match(art.name)
+    if art.parent != Store(cmd.store_root).store_dir or name is None \
+            or f"{memo['id']}-{memo['recipe']}-{memo['variant']}" != art.name:
+        return False  # only an entry of this store, named by the memo's id
+    manifest = stat_sig(os.path.join(memo["artifact"], MANIFEST_NAME))
+    if manifest is None or manifest != memo["manifest"]:
+        return False
+    if any(stat_sig(p) != sig for p, sig in memo["files"]):
+        return False
+    if any(binary_signature(f) != sig for f, sig in memo["bins"]):
+        return False
+    if Store(cmd.store_root).stale_temps():
+        return False  # the full command cleans them up
+    if memo["redo"]:
+        from orchestrator.hashing import StatCache
+        from orchestrator.sources.prepared import STAT_CACHE
+
+        cache = StatCache(cmd.store_root / "cache" / STAT_CACHE)
+        same = all(redo(kind, args, cache) == result for kind, args, result in memo["redo"])
+        with contextlib.suppress(OSError):
+            cache.save()
+        if not same:
+            return False
+    return True
+
+
+def redo(kind: str, args: list[Any], cache: Any) -> Any:
+    """What read_trace.recorded(kind, args, ...) computes, computed again (JSON-shaped)."""
+    if kind == "tree":
+        from orchestrator.hashing import tree_digest
+
+        root, dirs, files = args
+        return tree_digest(Path(root), cache, dirs, files)
+    if kind == "checkout":
+        from orchestrator.sources.checkout import tree_identity
+
+        return json.loads(json.dumps(tree_identity(Path(args[0]), cache)))
+    return None  # a kind this code does not know: never the same
+
+
+def switch(cmd: Command, memo: dict[str, Any]) -> tuple[int, bool] | None:
+    """The switch the full command would make (None: it has to run, e.g. to refresh IDE
+    files or because the toolchain changed)."""
+    from orchestrator.errors import UserError
+    from orchestrator.ide.managed import is_managed
+    from orchestrator.store import Store
+    from orchestrator.workspace import Workspace
+
+    sw = memo["switch"]
+    store = Store(cmd.store_root)
+    ws, toolchain = Path(sw["workspace"]), Path(sw["toolchain"])
+    if ws != cmd.workspace or not ws.is_dir() or is_managed(ws):
+        return None
+    sig = stat_sig(str(toolchain / TOOLCHAIN_JSON))
+    if toolchain.parent != store.toolchains_dir or sig is None or sig != sw["toolchain_sig"]:
+        return None
+    try:
+        return Workspace(ws).switch(Path(memo["artifact"]), store, toolchain, sw["outputs"])
+    except (UserError, OSError):
+        return None  # the full command says what is wrong, in its words
+
+
+@contextlib.contextmanager
+def planning(store_root: Path) -> Iterator[None]:
+    """Trace the block (the plan) when this command may be memoized."""
+    global _trace
+    if _command is None or _command.store_root != store_root:
+        yield
+        return
+    skip = frozenset(str(store_root / "cache" / name) for name in CACHE_FILES)
+    with tracing(skip) as t:
+        yield
+    _trace = t
+
+
+def memo_artifact(path: Path) -> str | None:
+    """The artifact a memo file answers with (None: not a memo this code can read)."""
+    try:
+        memo = json.loads(path.read_bytes())
+        art = memo["artifact"] if memo.get("format") == FORMAT else None
+        return art if isinstance(art, str) else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def remember(r: Any, switch_to: dict[str, Any] | None = None) -> None:
+    """Keep the memo of this command's answer (a Realised `r`; for a switch, what it linked).
+    Written atomically; a store we cannot write only costs the next command its plan."""
+    from orchestrator.fs import write_atomic
+
+    t, cmd = _trace, _command
+    if t is None or cmd is None or t.unsafe is not None:
+        return
+    files = dict(t.files)
+    src = str(r.plan.source_dir)  # an unpacked source deleted or made again: plan again
+    files.setdefault(src, stat_sig(src))
+    memo = {
+        "format": FORMAT, "files": sorted(files.items()), "bins": sorted(t.bins.items()),
+        "redo": t.redo, "artifact": str(r.path), "id": r.plan.artifact_id,
+        "manifest": stat_sig(str(r.path / MANIFEST_NAME)),
+        "recipe": r.plan.recipe.name, "variant": r.plan.variant_name, "switch": switch_to}
+    with contextlib.suppress(OSError):
+        cmd.memo_file.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(cmd.memo_file, json.dumps(memo), durable=False)

@@ -1,0 +1,342 @@
+"""The plan memo (issue 12): a repeated no-op build or switch is answered from what its last
+plan read, without the planner; any input of that plan changed, and the full command runs
+(and says what it always said). Real doit, real cmake builds of the demo, real git."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from conftest import DoitResult, run_doit
+from orchestrator import plan_memo, read_trace
+from orchestrator.hashing import StatCache
+from orchestrator.lock.probe_cache import ProbeCache
+
+# Runs doit in this process, as the command line does; prints whether the planner ran.
+PLANNER_RAN = """
+import json, runpy, sys
+sys.argv = ["doit", *sys.argv[1:]]
+code = 0
+try:
+    runpy.run_module("doit", run_name="__main__")
+except SystemExit as e:
+    code = e.code
+print(json.dumps({"exit": code, "planner": "orchestrator.realise" in sys.modules,
+                  "pydantic": "pydantic" in sys.modules, "rich": "rich" in sys.modules}))
+"""
+
+
+def traced_run(project: Path, *args: str, env: dict[str, str] | None = None) -> tuple[dict, str]:
+    """doit *args in a fresh process: ({exit, planner, pydantic, rich}, its stderr)."""
+    full = {k: v for k, v in os.environ.items() if k not in ("ORCH_STORE", "MAX_JOBS")}
+    full.update(env or {})
+    res = subprocess.run([sys.executable, "-c", PLANNER_RAN, "-f", str(project / "dodo.py"),
+                          *args], cwd=project, capture_output=True, text=True, timeout=600,
+                         env=full)
+    return json.loads(res.stdout.strip().splitlines()[-1]), res.stderr
+
+
+@pytest.fixture
+def memo_doit(project: Path, store: Path) -> Callable[..., DoitResult]:
+    def call(*args: str, env: dict[str, str] | None = None) -> DoitResult:
+        return run_doit(project, *args, f"store={store}", env=env)
+    return call
+
+
+def answered_from_memo(project: Path, store: Path, *args: str,
+                       env: dict[str, str] | None = None) -> bool:
+    info, err = traced_run(project, *args, f"store={store}", env=env)
+    assert info["exit"] in (0, None), err
+    if not info["planner"]:
+        assert not info["pydantic"] and not info["rich"], info  # nothing of the planner
+    return not info["planner"]
+
+
+def test_a_repeated_no_op_build_is_answered_without_the_planner(memo_doit, project: Path,
+                                                                store: Path) -> None:
+    first = memo_doit("build", "substitute=0", "format=json")
+    assert first.returncode == 0, first.output
+    slow = memo_doit("build", "substitute=0", "format=json")  # the full command: the memo's source
+    assert slow.returncode == 0 and json.loads(slow.stdout)["origin"] == "present"
+    assert answered_from_memo(project, store, "build", "substitute=0", "format=json")
+    fast = memo_doit("build", "substitute=0", "format=json")
+    assert fast.returncode == 0 and fast.stdout == slow.stdout  # the same JSON, byte for byte
+    human = memo_doit("build", "substitute=0")
+    assert human.returncode == 0
+    assert answered_from_memo(project, store, "build", "substitute=0")
+    again = memo_doit("build", "substitute=0")
+    line = json.loads(slow.stdout)
+    assert again.stderr.startswith(f"up to date: demo relwithdebinfo {line['id']}: present → "
+                                   f"{line['path']} (")
+    # variables that do more than look the plan up always run in full
+    assert not answered_from_memo(project, store, "build", "substitute=0", "rebuild=1")
+
+
+def test_a_switch_from_its_memo_moves_the_profile_as_the_full_one_does(
+        memo_doit, project: Path, store: Path, tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    sw = ("switch", f"workspace={ws}", "substitute=0", "format=json")
+    out = {}
+    for variant in ("release", "relwithdebinfo", "release", "relwithdebinfo"):
+        res = memo_doit(*sw, f"variant={variant}")
+        assert res.returncode == 0, res.output
+        out.setdefault(variant, []).append(json.loads(res.stdout))
+    assert answered_from_memo(project, store, *sw, "variant=release")  # generation 5
+    fast = memo_doit(*sw, "variant=release")                          # generation 5 again
+    data = json.loads(fast.stdout)
+    assert out["release"][1]["origin"] == "present"
+    assert data == {**out["release"][1], "generation": 5, "changed": False}
+    assert os.readlink(ws / ".orch" / "profile") == "profile-5-link"
+    assert Path(os.readlink(ws / ".orch" / "profile-5-link")) == Path(data["path"])
+    assert answered_from_memo(project, store, *sw, "variant=relwithdebinfo")  # generation 6
+    assert Path(os.readlink(ws / ".orch" / "profile-6-link")) == Path(out["relwithdebinfo"][0]["path"])
+    env_sh = (ws / ".orch" / "env.sh").read_text()
+    assert str(ws) in env_sh and os.readlink(ws / ".orch" / "toolchain").startswith(str(store))
+
+
+def edit_source(project: Path, store: Path) -> None:
+    kernel = project / "recipes" / "demo" / "ops" / "add_kernel.cpp"
+    kernel.write_text(kernel.read_text() + "\nint orch_memo_marker() { return 2; }\n")
+
+
+def add_recipe_comment(project: Path, store: Path) -> None:
+    recipe = project / "recipes" / "demo.toml"
+    recipe.write_text(recipe.read_text() + "\n# a comment\n")
+
+
+def touch_lock(project: Path, store: Path) -> None:
+    os.utime(project / "locks" / "toolchain.lock.json")
+
+
+def remove_cache_toml(project: Path, store: Path) -> None:
+    (project / "cache.toml").unlink(missing_ok=True)
+    (project / "cache.toml").write_text("# empty\n")
+
+
+def write_lock_spec(project: Path, store: Path) -> None:
+    spec = project / "locks" / "toolchain.toml"
+    spec.write_text(spec.read_text() + "\n# edited\n")  # now stale: the full command refuses
+
+
+def delete_artifact(project: Path, store: Path) -> None:
+    [art] = [p for p in (store / "store").iterdir() if p.name.endswith("-demo-relwithdebinfo")]
+    for p in [art, *art.rglob("*")]:
+        if p.is_dir() and not p.is_symlink():
+            os.chmod(p, 0o755)
+    shutil.rmtree(art)
+
+
+def rewrite_manifest(project: Path, store: Path) -> None:
+    [art] = [p for p in (store / "store").iterdir() if p.name.endswith("-demo-relwithdebinfo")]
+    m = art / "manifest.json"
+    os.chmod(art, 0o755)
+    text = m.read_text()
+    os.chmod(m, 0o644)
+    m.unlink()
+    m.write_text(text)
+
+
+def leave_stale_temp(project: Path, store: Path) -> None:
+    (store / "tmp").mkdir(exist_ok=True)
+    (store / "tmp" / "stage.tmp-999999999-abcd1234").mkdir()
+
+
+CHANGES = {
+    "source edited": (edit_source, "built"),
+    "recipe edited": (add_recipe_comment, "present"),
+    "lock touched": (touch_lock, "present"),
+    "cache.toml rewritten": (remove_cache_toml, "present"),
+    "lock spec edited": (write_lock_spec, "refused"),
+    "artifact deleted": (delete_artifact, "built"),
+    "manifest rewritten": (rewrite_manifest, "present"),
+    "stale temp left": (leave_stale_temp, "present"),
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_any_input_of_the_plan_changed_runs_the_full_command(memo_doit, project: Path,
+                                                             store: Path, change: str) -> None:
+    args = ("build", "substitute=0", "format=json")
+    assert memo_doit(*args).returncode == 0
+    assert memo_doit(*args).returncode == 0
+    assert answered_from_memo(project, store, *args)
+    before = json.loads(memo_doit(*args).stdout)
+    mutate, outcome = CHANGES[change]
+    mutate(project, store)
+    info, err = traced_run(project, *args, f"store={store}")
+    assert info["planner"], f"{change}: answered from the memo"
+    if outcome == "refused":
+        assert info["exit"] == 2 and "stale" in err, err
+        return
+    assert info["exit"] in (0, None), err
+    after = json.loads(memo_doit(*args).stdout)
+    assert after["origin"] == "present"
+    assert (after["id"] != before["id"]) == (change == "source edited")
+    if change == "stale temp left":
+        assert not list((store / "tmp").glob("stage.tmp-999999999-*"))  # cleaned up
+    assert answered_from_memo(project, store, *args)  # and the new memo serves the next one
+
+
+def test_the_environment_and_the_variables_key_the_memo(memo_doit, project: Path,
+                                                         store: Path) -> None:
+    args = ("build", "substitute=0")
+    assert memo_doit(*args).returncode == 0
+    assert memo_doit(*args).returncode == 0
+    assert answered_from_memo(project, store, *args)
+    assert answered_from_memo(project, store, *args, env={"OLDPWD": "/elsewhere", "SHLVL": "9"})
+    assert not answered_from_memo(project, store, *args, env={"CXXFLAGS": "-O0"})
+    assert not answered_from_memo(project, store, *args, "variant=release")
+    assert not answered_from_memo(project, store, *args, env={"ORCH_PLAN_MEMO": "0"})
+    assert not answered_from_memo(project, store, "-v", "2", "build", "substitute=0")
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd,
+                   check=True, capture_output=True)
+
+
+def test_a_checkout_given_as_source_is_hashed_again_each_time(memo_doit, project: Path,
+                                                               store: Path, tmp_path: Path) -> None:
+    """source=PATH of the demo (a path recipe): its tree digest is made again, so git
+    bookkeeping alone (add, commit) keeps the memo and an edited file does not."""
+    src = tmp_path / "checkout"
+    shutil.copytree(project / "recipes" / "demo", src)
+    git(src, "init", "-q")
+    git(src, "add", "-A")
+    git(src, "commit", "-qm", "demo")
+    args = ("build", f"source={src}", "substitute=0", "format=json")
+    ids = [json.loads(memo_doit(*args).stdout)["id"] for _ in range(2)]
+    assert ids[0] == ids[1] and answered_from_memo(project, store, *args)
+    (src / "NOTES.txt").write_text("notes\n")                 # a new file: another tree
+    assert not answered_from_memo(project, store, *args)
+    third = json.loads(memo_doit(*args).stdout)["id"]
+    assert third != ids[0]
+    git(src, "add", "NOTES.txt")
+    git(src, "commit", "-qm", "notes")                         # the same files
+    assert answered_from_memo(project, store, *args)
+    kernel = src / "ops" / "add_kernel.cpp"
+    kernel.write_text(kernel.read_text() + "\n// edited\n")
+    assert not answered_from_memo(project, store, *args)
+
+
+def test_a_git_checkouts_identity_is_made_again_from_git(tmp_path: Path) -> None:
+    """A git-aware checkout identity (source=PATH of an archive recipe: PyTorch) is recorded
+    as a call; made again, it follows HEAD, the index and untracked files."""
+    from orchestrator.sources.checkout import prepare_checkout
+    from orchestrator.store import Store
+
+    src = tmp_path / "checkout"
+    src.mkdir()
+    (src / "a.cpp").write_text("int a;\n")
+    git(src, "init", "-q")
+    git(src, "add", "-A")
+    git(src, "commit", "-qm", "one")
+    store = Store(tmp_path / "store")
+    store.ensure()
+    with read_trace.tracing() as t:
+        prepared = prepare_checkout(str(src), store)
+    assert t.unsafe is None  # git ran inside the recorded call
+    [[kind, args, identity]] = t.redo
+    assert kind == "checkout" and identity == prepared.identity
+    cache = StatCache(tmp_path / "stat-cache.json")
+    assert plan_memo.redo(kind, args, cache) == identity
+    changes = [lambda: (src / "b.txt").write_text("untracked\n"),
+               lambda: git(src, "add", "b.txt"),
+               lambda: git(src, "commit", "-qm", "two"),
+               lambda: (src / "a.cpp").write_text("int a2;\n")]
+    seen = [identity]
+    for change in changes:
+        change()
+        now = plan_memo.redo(kind, args, cache)
+        assert now not in seen
+        seen.append(now)
+
+
+def test_a_memo_this_code_cannot_trust_is_never_used(memo_doit, project: Path, store: Path,
+                                                      tmp_path: Path) -> None:
+    args = ("build", "substitute=0", "format=json")
+    assert memo_doit(*args).returncode == 0
+    assert memo_doit(*args).returncode == 0
+    [memo] = (store / "cache" / "plan-memo").iterdir()
+    good = json.loads(memo.read_text())
+    outside = tmp_path / "elsewhere" / (Path(good["artifact"]).name)
+    outside.mkdir(parents=True)
+    (outside / "manifest.json").write_text("{}")
+    hostile = [b"", b"{", b"[]", b"null", json.dumps({**good, "format": 99}).encode(),
+               json.dumps({**good, "files": 5}).encode(),
+               json.dumps({**good, "files": [["a"]]}).encode(),
+               json.dumps({**good, "redo": [["tree", [], None]]}).encode(),
+               json.dumps({**good, "redo": [["nonsense", [1], 1]]}).encode(),
+               json.dumps({**good, "artifact": str(outside),
+                           "manifest": read_trace.stat_sig(str(outside / "manifest.json"))}).encode(),
+               json.dumps({**good, "id": "0" * 40}).encode(),
+               json.dumps({**good, "manifest": None}).encode()]
+    for text in hostile:
+        memo.write_bytes(text)
+        info, err = traced_run(project, *args, f"store={store}")
+        assert info["exit"] in (0, None) and info["planner"], (text[:80], err)
+        assert "Traceback" not in err
+    assert json.loads(memo.read_text())["artifact"] == good["artifact"]  # written anew
+
+
+def test_gc_removes_the_memo_of_an_artifact_it_deletes(memo_doit, project: Path, store: Path,
+                                                        tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    assert memo_doit("build", "substitute=0", "variant=release").returncode == 0
+    assert memo_doit("switch", f"workspace={ws}", "substitute=0").returncode == 0
+    memos = {p.name: plan_memo.memo_artifact(p) for p in (store / "cache" / "plan-memo").iterdir()}
+    assert len(memos) == 2
+    res = memo_doit("gc", "keep=1")
+    assert res.returncode == 0, res.output
+    left = {p.name: plan_memo.memo_artifact(p) for p in (store / "cache" / "plan-memo").iterdir()}
+    assert len(left) == 1 and all(Path(a).is_dir() and "relwithdebinfo" in a for a in left.values())
+
+
+def test_the_trace_notes_what_the_caches_answered_for(tmp_path: Path) -> None:
+    """Files a stat cache or the probe cache answered for are noted with their stat; a probe
+    asked inside the probe cache does not spoil the trace, any other subprocess does."""
+    f = tmp_path / "input"
+    f.write_text("x")
+    binary = shutil.which("true")
+    with read_trace.tracing() as t:
+        StatCache(tmp_path / "cache.json").sha256(f)
+        ProbeCache(tmp_path / "probes.json").answer(
+            binary, "--version", lambda: subprocess.run([binary]).returncode == 0)
+        (tmp_path / "read.txt").write_text("r")
+        (tmp_path / "read.txt").read_text()
+        read_trace.note_path(tmp_path / "absent.toml")
+        got = read_trace.recorded("tree", ["x"], lambda: subprocess.run([binary]) and "d")
+    assert t.unsafe is None
+    assert t.files[str(f)] == read_trace.stat_sig(str(f))
+    assert t.files[str(tmp_path / "read.txt")] is not None
+    assert t.files[str(tmp_path / "absent.toml")] is None
+    assert binary in t.bins and got == "d" and t.redo == [["tree", ["x"], "d"]]
+    with read_trace.tracing() as t2:
+        subprocess.run([binary])
+    assert t2.unsafe is not None
+    outside = tmp_path / "outside.txt"
+    outside.write_text("o")
+    outside.read_text()  # no trace running: nothing noted anywhere
+    assert str(outside) not in t.files and str(outside) not in t2.files
+
+
+def test_the_code_keys_the_memo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another orchestrator (a pull, an edit) never takes this one's memo."""
+    pkg = tmp_path / "orchestrator"
+    shutil.copytree(plan_memo.PACKAGE, pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(plan_memo, "PACKAGE", pkg)
+    one = plan_memo.command_of(tmp_path, ["build"])
+    (pkg / "plan.py").write_text((pkg / "plan.py").read_text() + "\n# edited\n")
+    two = plan_memo.command_of(tmp_path, ["build"])
+    assert one is not None and two is not None and one.key != two.key
+    assert plan_memo.command_of(tmp_path, ["build", "x=1", "x=2"]) is None  # given twice
+    assert plan_memo.command_of(tmp_path, ["lock"]) is None
+    assert plan_memo.command_of(tmp_path, ["help", "build"]) is None
