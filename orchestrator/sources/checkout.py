@@ -43,6 +43,7 @@ def checkout_identity(path: Path, cache: StatCache) -> dict[str, Any]:
                   "--ignore-submodules=none").split(b"\0")
     untracked: list[list[str]] = []
     dirty_subs: dict[str, Any] = {}
+    tracked_changes = False  # a changed, renamed or unmerged entry: `git diff HEAD` has output
     skip_next = False
     for rec in status:
         if skip_next:  # rename records carry the original path as the next field
@@ -60,7 +61,10 @@ def checkout_identity(path: Path, cache: StatCache) -> dict[str, Any]:
                 untracked.append([rel, "l", os.readlink(f)])
             elif f.is_file():
                 untracked.append([rel, "x" if os.access(f, os.X_OK) else "f", cache.sha256(f)])
-        elif text[:2] in ("1 ", "2 "):
+        elif text[:2] in ("1 ", "2 ", "u "):
+            tracked_changes = True
+            if text.startswith("u "):
+                continue
             fields = text.split(" ")
             sub = fields[2]
             if text.startswith("2 "):
@@ -68,8 +72,10 @@ def checkout_identity(path: Path, cache: StatCache) -> dict[str, Any]:
             if sub.startswith("S") and sub != "S...":
                 rel = " ".join(fields[9 if text.startswith("2 ") else 8:])
                 dirty_subs[rel] = checkout_identity(path / rel, cache)
+    # A clean index and tree (status lists no tracked change) have no diff: not run (0.04 s
+    # on PyTorch's 11k files, every no-op build of a checkout).
     diff = _git(path, "diff", "HEAD", "--binary", "--no-ext-diff", "--no-textconv",
-                "--ignore-submodules=all")
+                "--ignore-submodules=all") if tracked_changes else b""
     return {
         "kind": "git-checkout",
         "rev": rev,
