@@ -29,15 +29,11 @@ def _git(path: Path, *args: str) -> bytes:
     return res.stdout
 
 
-def is_git_checkout(path: Path) -> bool:
-    res = subprocess.run(["git", "-c", f"safe.directory={path}", "-C", str(path), "rev-parse",
-                          "--show-toplevel"], capture_output=True, text=True)
-    return res.returncode == 0 and Path(res.stdout.strip()).resolve() == path.resolve()
-
-
-def checkout_identity(path: Path, cache: StatCache) -> dict[str, Any]:
-    """HEAD + diff hash + untracked files (stat-cached) + dirty submodules, recursively."""
-    rev = _git(path, "rev-parse", "HEAD").decode().strip()
+def checkout_identity(path: Path, cache: StatCache, rev: str | None = None) -> dict[str, Any]:
+    """HEAD (`rev` when the caller has it) + diff hash + untracked files (stat-cached) + dirty
+    submodules, recursively."""
+    if rev is None:
+        rev = _git(path, "rev-parse", "HEAD").decode().strip()
     # status refreshes git's index stat data, which makes the diff below cheap.
     status = _git(path, "status", "--porcelain=v2", "-z", "--untracked-files=all",
                   "--ignore-submodules=none").split(b"\0")
@@ -94,9 +90,15 @@ def checkout_dir(raw: str) -> Path:
 
 
 def tree_identity(src: Path, cache: StatCache) -> dict[str, Any]:
-    """A checkout's identity: git-aware in a git checkout's top level, else the tree's hash."""
-    if is_git_checkout(src):
-        return checkout_identity(src, cache)
+    """A checkout's identity: git-aware in a git checkout's top level, else the tree's hash.
+    One `git rev-parse --show-toplevel HEAD` answers both whether it is one and its HEAD."""
+    res = subprocess.run(["git", "-c", f"safe.directory={src}", "-C", str(src), "rev-parse",
+                          "--show-toplevel", "HEAD"], capture_output=True, text=True)
+    lines = res.stdout.splitlines()
+    if lines and Path(lines[0]).resolve() == src.resolve():
+        # no HEAD yet (a repository without a commit): checkout_identity says so
+        return checkout_identity(src, cache, lines[1] if res.returncode == 0 and len(lines) == 2
+                                 else None)
     return {"kind": "path", "tree_sha256": tree_digest(src, cache, IGNORED_DIRS)}
 
 
