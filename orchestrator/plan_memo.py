@@ -230,8 +230,12 @@ def switch(cmd: Command, memo: dict[str, Any]) -> tuple[int, bool] | None:
     sw = memo["switch"]
     store = Store(cmd.store_root)
     ws, toolchain = Path(sw["workspace"]), Path(sw["toolchain"])
-    if ws != cmd.workspace or not ws.is_dir() or is_managed(ws):
+    if ws != cmd.workspace or not ws.is_dir():
         return None
+    if is_managed(ws):  # the IDE files as the last refresh left them, and all it read
+        ide = sw.get("ide")
+        if not ide or any(stat_sig(p) != sig for p, sig in ide):
+            return None
     sig = stat_sig(str(toolchain / TOOLCHAIN_JSON))
     if toolchain.parent != store.toolchains_dir or sig is None or sig != sw["toolchain_sig"]:
         return None
@@ -252,6 +256,26 @@ def planning(store_root: Path) -> Iterator[None]:
     with tracing(skip) as t:
         yield
     _trace = t
+
+
+@contextlib.contextmanager
+def tracing_ide() -> Iterator[Trace | None]:
+    """Trace the block (a switch's refresh of the IDE files) when this command may be
+    memoized; None otherwise."""
+    if _command is None:
+        yield None
+        return
+    with tracing() as t:
+        yield t
+
+
+def ide_reads(t: Trace | None, written: list[Path] | None) -> list[Any] | None:
+    """What a fast switch checks instead of refreshing the IDE files: everything the refresh
+    read (the files themselves among it), kept only when it wrote nothing (the files are
+    what a refresh makes of them) and ran no subprocess."""
+    if t is None or written is None or written or t.unsafe is not None:
+        return None
+    return sorted(t.files.items())
 
 
 def memo_artifact(path: Path) -> str | None:

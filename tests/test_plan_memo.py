@@ -370,3 +370,36 @@ def test_a_clean_checkout_is_identified_without_git_diff(tmp_path: Path,
     assert ran.count("diff") == 1 and dirty["diff_sha256"] != clean["diff_sha256"]
     (src / "a.cpp").write_text("int a;\n")  # back as committed: clean again, the same identity
     assert checkout.checkout_identity(src, cache) == clean and ran.count("diff") == 1
+
+
+def test_a_managed_workspace_switch_is_fast_once_its_ide_files_are_settled(
+        memo_doit, project: Path, store: Path) -> None:
+    """The F5 loop: VS Code's preLaunchTask runs `doit switch` before each debug run. Once a
+    refresh wrote nothing, the next switch checks the IDE files instead of rendering them;
+    a user's edit or another variant renders them again (and the edit is kept)."""
+    assert memo_doit("vscode").returncode == 0
+    sw = ("switch", "substitute=0")
+    for _ in range(2):  # the first refresh writes (tasks.json follows the switch), the second not
+        res = memo_doit(*sw)
+        assert res.returncode == 0, res.output
+    tasks = project / ".vscode" / "tasks.json"
+    before = read_trace.stat_sig(str(tasks))
+    assert answered_from_memo(project, store, *sw)
+    assert read_trace.stat_sig(str(tasks)) == before
+    assert not answered_from_memo(project, store, *sw, "variant=release")
+    assert "variant=release" in build_task_args(project)
+    assert not answered_from_memo(project, store, *sw)  # back: the files name release
+    assert "variant=relwithdebinfo" in build_task_args(project)
+    assert not answered_from_memo(project, store, *sw)  # settled: nothing written, memo kept
+    assert answered_from_memo(project, store, *sw)
+    launch = project / ".vscode" / "launch.json"
+    data = json.loads(launch.read_text())
+    data["configurations"].append({"name": "mine", "type": "lldb", "request": "launch"})
+    launch.write_text(json.dumps(data, indent=2))
+    assert not answered_from_memo(project, store, *sw)
+    assert "mine" in launch.read_text()
+
+
+def build_task_args(project: Path) -> list[str]:
+    tasks = json.loads((project / ".vscode" / "tasks.json").read_text())["tasks"]
+    return {t["label"]: t for t in tasks}["orch: build"]["args"]

@@ -59,11 +59,12 @@ def write_files(spec: IdeSpec) -> list[Path]:
 
 
 def refresh_if_managed(settings: Settings, plan: Plan | None = None,
-                       toolchain: Toolchain | None = None) -> None:
+                       toolchain: Toolchain | None = None) -> list[Path] | None:
     """After a switch to `plan` (built with `toolchain`, when the caller has it): rewrite the IDE
-    files when this workspace's are managed."""
-    if is_managed(settings.workspace):
-        from orchestrator.ide.from_plan import spec_for  # the builders: not for every switch
+    files when this workspace's are managed; the files written (None: not managed)."""
+    if not is_managed(settings.workspace):
+        return None
+    from orchestrator.ide.from_plan import spec_for  # the builders: not for every switch
 
-        spec, _ = spec_for(settings, plan, toolchain)
-        write_files(spec)
+    spec, _ = spec_for(settings, plan, toolchain)
+    return write_files(spec)

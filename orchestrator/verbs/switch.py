@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from orchestrator.activation import activate
 from orchestrator.ide.render import refresh_if_managed
-from orchestrator.plan_memo import remember
+from orchestrator.plan_memo import ide_reads, remember, tracing_ide
 from orchestrator.read_trace import stat_sig
 from orchestrator.realise import realise
 from orchestrator.settings import Settings
@@ -20,7 +20,8 @@ def cmd_switch(settings: Settings) -> None:
     # (toolchain.linked_toolchain); whatever runs a program from it checks them.
     toolchain = r.toolchain_to_link()
     gen, changed = activate(Workspace(settings.workspace), store, r, toolchain)
-    refresh_if_managed(settings, r.plan, toolchain)  # .vscode/ etc. follow the new variant
+    with tracing_ide() as ide:
+        written = refresh_if_managed(settings, r.plan, toolchain)  # .vscode/ etc. follow it
     state = "switched" if changed else "already active"
     emit(settings, {"generation": gen, "changed": changed, "path": str(r.path),
                     "id": r.plan.artifact_id, "origin": r.origin},
@@ -28,4 +29,5 @@ def cmd_switch(settings: Settings) -> None:
          f"{r.plan.variant_name} {r.plan.artifact_id} ({r.origin})")
     remember(r, {"workspace": str(settings.workspace), "toolchain": str(toolchain.root),
                  "toolchain_sig": stat_sig(str(toolchain.root / TOOLCHAIN_JSON)),
-                 "outputs": r.plan.recipe.outputs.model_dump()})
+                 "outputs": r.plan.recipe.outputs.model_dump(),
+                 "ide": ide_reads(ide, written)})
