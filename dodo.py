@@ -1,7 +1,7 @@
 """doit entry point: `doit list` shows the verbs; variables are `name=value` (see README)."""
 from pathlib import Path
 
-from orchestrator.plan_memo import answer
+from orchestrator.fast_path import answer
 
 answer(Path(__file__).resolve().parent)  # a no-op build / switch from its memo: exits here
 

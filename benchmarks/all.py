@@ -5,6 +5,7 @@ Each script runs as its own process and ends with one JSON line, read here (time
 prints text, parsed here). A row whose script cannot run says why instead of a number.
 
     .venv/bin/python benchmarks/all.py [--quick] [--repeat 3] [--big-gb 1] [--torch DIR]
+        [--pytorch-store DIR [--pytorch-checkout DIR --pytorch-checkout-store DIR]]
 
 --quick skips the slow ones (time_to_breakpoint, cache_pull).
 """
@@ -91,11 +92,17 @@ def startup_rows(args: argparse.Namespace) -> list[Row]:
     return [
         row("no-op `doit build` vs ninja's own no-op", t["no-op doit build"],
             t["ninja no-op (build tree)"], "build <= 0.3 s"),
+        row("no-op `doit build` vs the same, plan memo off", t["no-op doit build"],
+            t["no-op doit build, memo off"], "(the full planner)"),
+        row("`doit switch` vs the same, plan memo off", t["doit switch"],
+            t["doit switch, memo off"], "switch <= 0.2 s"),
+        row("`doit switch` vs python + import doit", t["doit switch"],
+            t["python + import doit"], "switch <= 0.2 s"),
         row(f"no-op `doit build`: {files}-file artifact vs demo",
             t[f"no-op doit build, {files} files"], t["no-op doit build"], "ratio ~ 1"),
         row(f"`doit switch`: {files}-file artifact vs demo", t[f"doit switch, {files} files"],
             t["doit switch"], "ratio ~ 1"),
-        row("  no-op steps after doit's import (one process) vs the no-op", ours,
+        row("  memo miss: the planner's steps after doit's import vs the no-op", ours,
             t["no-op doit build"], "what is ours"),
         row("  of which importing the verbs vs the no-op",
             demo["import the verbs (realise, plan, models)"], t["no-op doit build"], ""),
@@ -103,6 +110,33 @@ def startup_rows(args: argparse.Namespace) -> list[Row]:
             demo["before: machine check, probes run"] + demo["before: toolchain files lstat()ed"],
             t["no-op doit build"], "no longer paid"),
     ]
+
+
+def pytorch_noop_rows(args: argparse.Namespace) -> list[Row]:
+    """pytorch_noop.py on artifacts already built (a full build takes hours: never here)."""
+    measure = "no-op `doit build`, whole PyTorch tree"
+    if not args.pytorch_store:
+        return [skipped(measure, "no --pytorch-store (a store with a full PyTorch build)")]
+    extra = ["--checkout", args.pytorch_checkout, "--checkout-store",
+             args.pytorch_checkout_store or args.pytorch_store, "--targets", args.pytorch_targets] \
+        if args.pytorch_checkout else []
+    out, why = run_script("pytorch_noop.py", "--store", args.pytorch_store, "--rounds",
+                          str(max(args.repeat, 5)), *extra)
+    if out is None:
+        return [skipped(measure, why)]
+    t = last_json(out)
+    rows = [row(f"{measure}, pinned source vs `ninja -n`", t["no-op doit build, pinned"],
+                t["ninja -n (pinned tree)"], "build <= 0.3 s"),
+            row(f"{measure}, pinned source vs the plan memo off", t["no-op doit build, pinned"],
+                t["no-op doit build, pinned, memo off"], "")]
+    if "no-op doit build, checkout" in t:
+        git = next(k for k in t if k.startswith("git status"))
+        rows += [row(f"{measure}, git checkout vs `ninja -n`", t["no-op doit build, checkout"],
+                     t["ninja -n (pinned tree)"], "build <= 0.3 s"),
+                 row(f"{measure}, git checkout vs the plan memo off",
+                     t["no-op doit build, checkout"], t["no-op doit build, checkout, memo off"], ""),
+                 row(f"  of which {git}", t[git], t["no-op doit build, checkout"], "")]
+    return rows
 
 
 def verify_rows(args: argparse.Namespace) -> list[Row]:
@@ -164,8 +198,12 @@ def main() -> None:
     ap.add_argument("--big-gb", type=float, default=1.0, help="size of spine's big artifact")
     ap.add_argument("--torch", help="torch package directory for verify_torch.py")
     ap.add_argument("--files", type=int, default=12000, help="files of startup.py's big artifact")
+    ap.add_argument("--pytorch-store", help="a store holding a full `recipe=pytorch` build")
+    ap.add_argument("--pytorch-checkout", help="a git checkout of the tree, built with source=")
+    ap.add_argument("--pytorch-checkout-store", help="where that checkout's build is")
+    ap.add_argument("--pytorch-targets", default="c10", help="targets= of that build")
     args = ap.parse_args()
-    parts = [spine_rows, startup_rows, verify_rows]
+    parts = [spine_rows, startup_rows, pytorch_noop_rows, verify_rows]
     if not args.quick:
         parts += [pull_rows, breakpoint_rows]
     rows = [r for part in parts for r in part(args)]

@@ -7,7 +7,8 @@ machine's load hits baseline and measure alike; each is the median over the roun
   python -c pass / python + import doit / `doit list`   what any doit command pays
   ninja no-op in the artifact's build tree              ninja's own no-op
   `ln -sfn` + rename                                    the switch's baseline
-  no-op `doit build`, `doit switch` (demo)              ours
+  no-op `doit build`, `doit switch` (demo)              ours (answered by the plan memo)
+  the same with ORCH_PLAN_MEMO=0                        the full planner, every time
   the same on a PyTorch-sized artifact (--files N more files, written at configure time:
   the source stays small, as a pinned archive's identity does not walk its tree)
   with --base-rev REV: the two measures once more with the orchestrator package of REV
@@ -123,10 +124,13 @@ def checked(cmd: list[str], cwd: Path | None = None, env: dict[str, str] | None 
     return res.stdout
 
 
-def doit_cmd(project: Path, *args: str, pythonpath: str | None = None) -> Callable[[], object]:
+def doit_cmd(project: Path, *args: str, pythonpath: str | None = None,
+             memo: bool = True) -> Callable[[], object]:
     env = {k: v for k, v in os.environ.items() if k not in ("ORCH_STORE", "MAX_JOBS")}
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
+    if not memo:
+        env["ORCH_PLAN_MEMO"] = "0"  # the full planner every time (plan_memo.py)
     argv = [sys.executable, "-m", "doit", "-f", str(project / "dodo.py"), *args]
     return lambda: checked(argv, cwd=project, env=env)
 
@@ -169,9 +173,11 @@ def main() -> None:
         (build_dir,) = [d for d in (store / "build").glob("demo-relwithdebinfo-*")
                         if (d / ".orch-src").resolve() == (small / "recipes/demo").resolve()]
         ninja = next(p for p in (store / "toolchains").iterdir() if (p / "venv").is_dir()) / "venv/bin/ninja"
-        def flips(project: Path, w: Path, pythonpath: str | None = None) -> Callable[[], object]:
-            a = doit_cmd(project, "switch", s, f"workspace={w}", "variant=release", pythonpath=pythonpath)
-            b = doit_cmd(project, "switch", s, f"workspace={w}", pythonpath=pythonpath)
+        def flips(project: Path, w: Path, pythonpath: str | None = None,
+                  memo: bool = True) -> Callable[[], object]:
+            a = doit_cmd(project, "switch", s, f"workspace={w}", "variant=release",
+                         pythonpath=pythonpath, memo=memo)
+            b = doit_cmd(project, "switch", s, f"workspace={w}", pythonpath=pythonpath, memo=memo)
             return lambda: (a(), b())
 
         cmds: dict[str, Callable[[], object]] = {
@@ -182,6 +188,8 @@ def main() -> None:
             "ln -sfn + rename": ln_rename([small, big], work / "profile"),
             "no-op doit build": doit_cmd(small, "build", s),
             "doit switch (x2)": flips(small, ws),
+            "no-op doit build, memo off": doit_cmd(small, "build", s, memo=False),
+            "doit switch (x2), memo off": flips(small, ws, memo=False),
             f"no-op doit build, {args.files} files": doit_cmd(big, "build", s),
             f"doit switch (x2), {args.files} files": flips(big, ws_big),
         }
@@ -223,15 +231,19 @@ def report(t: dict[str, float], share: dict[str, dict[str, float]],
         row(name, "python -c pass")
     row("no-op doit build", "doit list", "<= 0.3 s")
     row("no-op doit build", "python + import doit", "<= 0.3 s")
+    row("no-op doit build", "no-op doit build, memo off", "(the full planner)")
     row(f"no-op doit build, {n} files", "no-op doit build", "ratio ~ 1")
     row("doit switch", "ln -sfn + rename", "<= 0.2 s")
+    row("doit switch", "doit switch, memo off", "(the full planner)")
+    row("doit switch", "python + import doit")
     row(f"doit switch, {n} files", "doit switch", "ratio ~ 1")
     row("ninja no-op (build tree)", "python -c pass")
     if args.base_rev:
         row("no-op doit build", f"no-op doit build @ {args.base_rev}")
         row("doit switch", f"doit switch @ {args.base_rev}")
     Console(width=150).print(table)
-    parts = Table(title="one process, step by step (median s; 'before:' rows are what issue 12 cut)")
+    parts = Table(title="the full planner (a memo miss) in one process, step by step (median s; 'before:' rows "
+                        "are what issue 12 cut)")
     parts.add_column("step")
     for name in share:
         parts.add_column(name)

@@ -1,5 +1,5 @@
-"""The plan memo: a no-op `doit build` and a `doit switch` answered from what the same
-command's last plan read, without importing the planner (pydantic models, rich, builders).
+"""The plan memo: what a `doit build` / `doit switch` command's plan read and answered, so the
+next run of the same command can be answered without the planner (fast_path.answer).
 
 The full command traces its plan (read_trace): the files it opened or listed, the files
 the stat caches and the probe cache answered for, the PATH directories, and the source
@@ -9,11 +9,9 @@ the verb and its variables, the environment (less SHELL_ONLY), the working direc
 interpreter and the orchestrator's own code (every .py file's size and mtime) and installed
 packages (site-packages' stat).
 
-`answer` (dodo.py calls it first, before doit loads any task) takes the memo only when every
-recorded stat is the same, every identity made again comes out the same, the artifact's
-manifest is the one recorded, the store holds no stale temp and, for a switch, the toolchain
-is the one recorded and the workspace has no IDE files to refresh. Anything else falls
-through to the full command, which writes a new memo. ORCH_PLAN_MEMO=0 turns it off.
+A switch of a managed workspace also keeps what its refresh of the IDE files read, when that
+refresh wrote nothing (`ide_reads`). ORCH_PLAN_MEMO=0 turns memos off (neither used nor
+written).
 """
 from __future__ import annotations
 
@@ -22,13 +20,12 @@ import hashlib
 import json
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from orchestrator.command_line import cli_argv, split_words
+from orchestrator.command_line import split_words
 from orchestrator.read_trace import Trace, stat_sig, tracing
-from orchestrator.store_layout import MANIFEST_NAME, TOOLCHAIN_JSON
+from orchestrator.store_layout import MANIFEST_NAME
 
 FORMAT = 1
 MEMO_DIR = "plan-memo"
@@ -65,7 +62,7 @@ class Command:
         return self.store_root / "cache" / MEMO_DIR / f"{self.key}.json"
 
 
-_command: Command | None = None   # set by answer() when it fell through
+_command: Command | None = None   # set by begin(): fast_path.answer fell through to the planner
 _trace: Trace | None = None       # the plan's trace in this process
 
 
@@ -127,122 +124,10 @@ def command_of(repo_root: Path, argv: list[str]) -> Command | None:
     return Command(verb, variables, key, store_root, workspace)
 
 
-def answer(repo_root: Path) -> None:
-    """Answer this doit command from its memo and exit 0, or return (the full command runs,
-    and `remember` keeps a memo of it)."""
+def begin(cmd: Command) -> None:
+    """This process runs `cmd` in full: its plan is traced and its memo kept."""
     global _command
-    argv = cli_argv()
-    if argv is None:
-        return
-    cmd = command_of(repo_root.absolute(), argv)
-    if cmd is None:
-        return
     _command = cmd
-    t0 = time.monotonic()
-    try:
-        memo = json.loads(cmd.memo_file.read_bytes())
-    except (OSError, ValueError):
-        return
-    try:
-        if not isinstance(memo, dict) or memo.get("format") != FORMAT or not still_holds(cmd, memo):
-            return
-    except (TypeError, ValueError, KeyError, AttributeError, OSError):
-        return  # a memo this code cannot read: the full command writes a new one
-    if cmd.verb == "build":
-        human = (f"up to date: {memo['recipe']} {memo['variant']} {memo['id']}: present → "
-                 f"{memo['artifact']} ({time.monotonic() - t0:.2f}s)")
-        data = {"id": memo["id"], "path": memo["artifact"], "origin": "present",
-                "recipe": memo["recipe"], "variant": memo["variant"]}
-    else:
-        switched = switch(cmd, memo)
-        if switched is None:
-            return
-        gen, changed = switched
-        human = (f"{'switched' if changed else 'already active'}: {memo['switch']['workspace']} "
-                 f"generation {gen} → {memo['recipe']} {memo['variant']} {memo['id']} (present)")
-        data = {"generation": gen, "changed": changed, "path": memo["artifact"],
-                "id": memo["id"], "origin": "present"}
-    if cmd.variables.get("format") == "json":
-        sys.stdout.write(json.dumps(data, sort_keys=True) + "\n")
-    else:
-        sys.stderr.write(human + "\n")
-    sys.stdout.flush()
-    sys.stderr.flush()
-    raise SystemExit(0)
-
-
-def still_holds(cmd: Command, memo: dict[str, Any]) -> bool:
-    """Every input the plan read is as it was, and the store still has its answer."""
-    from orchestrator.lock.probe_cache import binary_signature
-    from orchestrator.store import ARTIFACT_RE, Store
-
-    if not cmd.workspace.is_dir():
-        return False  # the full command says so
-    art = Path(memo["artifact"])
-    name = ARTIFACT_RE.match(art.name)
-    if art.parent != Store(cmd.store_root).store_dir or name is None \
-            or f"{memo['id']}-{memo['recipe']}-{memo['variant']}" != art.name:
-        return False  # only an entry of this store, named by the memo's id
-    manifest = stat_sig(os.path.join(memo["artifact"], MANIFEST_NAME))
-    if manifest is None or manifest != memo["manifest"]:
-        return False
-    if any(stat_sig(p) != sig for p, sig in memo["files"]):
-        return False
-    if any(binary_signature(f) != sig for f, sig in memo["bins"]):
-        return False
-    if Store(cmd.store_root).stale_temps():
-        return False  # the full command cleans them up
-    if memo["redo"]:
-        from orchestrator.hashing import StatCache
-        from orchestrator.sources.prepared import STAT_CACHE
-
-        cache = StatCache(cmd.store_root / "cache" / STAT_CACHE)
-        same = all(redo(kind, args, cache) == result for kind, args, result in memo["redo"])
-        with contextlib.suppress(OSError):
-            cache.save()
-        if not same:
-            return False
-    return True
-
-
-def redo(kind: str, args: list[Any], cache: Any) -> Any:
-    """What read_trace.recorded(kind, args, ...) computes, computed again (JSON-shaped)."""
-    if kind == "tree":
-        from orchestrator.hashing import tree_digest
-
-        root, dirs, files = args
-        return tree_digest(Path(root), cache, dirs, files)
-    if kind == "checkout":
-        from orchestrator.sources.checkout import tree_identity
-
-        return json.loads(json.dumps(tree_identity(Path(args[0]), cache)))
-    return None  # a kind this code does not know: never the same
-
-
-def switch(cmd: Command, memo: dict[str, Any]) -> tuple[int, bool] | None:
-    """The switch the full command would make (None: it has to run, e.g. to refresh IDE
-    files or because the toolchain changed)."""
-    from orchestrator.errors import UserError
-    from orchestrator.ide.managed import is_managed
-    from orchestrator.store import Store
-    from orchestrator.workspace import Workspace
-
-    sw = memo["switch"]
-    store = Store(cmd.store_root)
-    ws, toolchain = Path(sw["workspace"]), Path(sw["toolchain"])
-    if ws != cmd.workspace or not ws.is_dir():
-        return None
-    if is_managed(ws):  # the IDE files as the last refresh left them, and all it read
-        ide = sw.get("ide")
-        if not ide or any(stat_sig(p) != sig for p, sig in ide):
-            return None
-    sig = stat_sig(str(toolchain / TOOLCHAIN_JSON))
-    if toolchain.parent != store.toolchains_dir or sig is None or sig != sw["toolchain_sig"]:
-        return None
-    try:
-        return Workspace(ws).switch(Path(memo["artifact"]), store, toolchain, sw["outputs"])
-    except (UserError, OSError):
-        return None  # the full command says what is wrong, in its words
 
 
 @contextlib.contextmanager

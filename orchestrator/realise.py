@@ -17,6 +17,7 @@ from orchestrator.hashing import pretty_json
 from orchestrator.model.manifest import Manifest
 from orchestrator.plan import Plan, make_plan
 from orchestrator.plan_memo import planning
+from orchestrator.read_trace import paused
 from orchestrator.reverify import reverify_if_rules_changed, rules_digest
 from orchestrator.settings import Settings
 from orchestrator.store import Store
@@ -132,10 +133,11 @@ def build(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain) ->
 
 def realise(settings: Settings, store: Store, recipe: str | None = None,
             variant: str | None = None) -> Realised:
-    store.ensure()
-    store.clean_stale()
     with planning(settings.store_root):  # what it reads keys the plan memo (plan_memo.py)
         launcher.launcher_settings(settings)  # a bad compile cache / distcc setting: exit 2 first
+        with paused():  # the store's housekeeping: no input of the plan
+            store.ensure()
+            store.clean_stale()
         plan = make_plan(settings, store, recipe, variant)
     if (found := store.find(plan.artifact_id)) is not None:
         reverify_if_rules_changed(settings, store, plan, found)

@@ -14,7 +14,7 @@ from typing import Callable
 import pytest
 
 from conftest import DoitResult, run_doit
-from orchestrator import plan_memo, read_trace
+from orchestrator import fast_path, plan_memo, read_trace
 from orchestrator.hashing import StatCache
 from orchestrator.lock.probe_cache import ProbeCache
 
@@ -246,7 +246,7 @@ def test_a_git_checkouts_identity_is_made_again_from_git(tmp_path: Path) -> None
     [[kind, args, identity]] = t.redo
     assert kind == "checkout" and identity == prepared.identity
     cache = StatCache(tmp_path / "stat-cache.json")
-    assert plan_memo.redo(kind, args, cache) == identity
+    assert fast_path.redo(kind, args, cache) == identity
     changes = [lambda: (src / "b.txt").write_text("untracked\n"),
                lambda: git(src, "add", "b.txt"),
                lambda: git(src, "commit", "-qm", "two"),
@@ -254,7 +254,7 @@ def test_a_git_checkouts_identity_is_made_again_from_git(tmp_path: Path) -> None
     seen = [identity]
     for change in changes:
         change()
-        now = plan_memo.redo(kind, args, cache)
+        now = fast_path.redo(kind, args, cache)
         assert now not in seen
         seen.append(now)
 

@@ -7,6 +7,8 @@ import json
 import os
 from pathlib import Path
 
+from orchestrator.plan_memo import memo_artifact
+
 
 def snapshot(root: Path) -> set[str]:
     return {os.path.join(d, n) for d, ds, fs in os.walk(root) for n in ds + fs}
@@ -49,6 +51,12 @@ def test_status_and_gc(doit, store: Path, project: Path) -> None:  # noqa: ANN00
     junk.append(store / "cache" / "toolchain-quick" / f"quick-{'f' * 32}.marshal")
     junk[4].write_bytes(b"z")
 
+    # the plan memos (plan_memo.py) of the artifact gc deletes go with it; the others stay
+    memos = {p.name: memo_artifact(p) for p in (store / "cache" / "plan-memo").iterdir()}
+    doomed_memos = {n: "plan memo" for n, a in memos.items() if Path(a).name == gens[1]["artifact"]}
+    kept_memos = set(memos) - set(doomed_memos)
+    assert doomed_memos and kept_memos, memos
+
     before = snapshot(store)
     res = doit("gc", "dry_run=1", "keep=0", f"workspace={project}", "format=json")
     assert res.returncode == 0, res.output
@@ -57,7 +65,7 @@ def test_status_and_gc(doit, store: Path, project: Path) -> None:  # noqa: ANN00
     deleted = {Path(d["path"]).name: d["kind"] for d in plan["deleted"]}
     assert deleted == {"f" * 32: "toolchain", "demo-gone-0123abcd": "build tree",
                        "0123456789abcdef-norecipe": "source", "old.tar.gz": "archive",
-                       junk[4].name: "toolchain check copy",
+                       junk[4].name: "toolchain check copy", **doomed_memos,
                        gens[1]["artifact"]: "artifact"}, deleted
     assert plan["freed_bytes"] >= 400_000
 
@@ -69,5 +77,6 @@ def test_status_and_gc(doit, store: Path, project: Path) -> None:  # noqa: ANN00
     assert (store / "store" / gens[0]["artifact"]).is_dir()  # the current one stays
     assert len(list((store / "toolchains").iterdir())) == 1  # the lock's toolchain stays
     assert used_copy.is_file()
+    assert {p.name for p in (store / "cache" / "plan-memo").iterdir()} == kept_memos
     assert {p.name.rsplit("-", 1)[0] for p in (store / "build").iterdir()} == {
         "demo-release", "demo-relwithdebinfo"}

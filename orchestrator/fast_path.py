@@ -1,0 +1,142 @@
+"""dodo.py's fast path: a repeated no-op `doit build` or `doit switch` answered from its plan
+memo (plan_memo.py) before doit loads a task, so neither the planner (pydantic models, rich,
+the builders) nor doit's task machinery is imported.
+
+`answer` takes the memo only when every recorded stat is the same, every identity made again
+comes out the same, the artifact is this store's entry named by the memo's id with the same
+manifest, the store holds no stale temp and, for a switch, the toolchain is the recorded one
+and the workspace's IDE files (when managed) are as the last refresh left them. Anything else
+returns, and the full command runs and writes a new memo. Output is what the full command
+prints: the same JSON line, or the same human line on stderr.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from orchestrator.command_line import cli_argv
+from orchestrator.plan_memo import FORMAT, Command, begin, command_of
+from orchestrator.read_trace import stat_sig
+from orchestrator.store_layout import MANIFEST_NAME, TOOLCHAIN_JSON
+
+
+def answer(repo_root: Path) -> None:
+    """Answer this doit command from its memo and exit 0, or return (the full command runs,
+    and `remember` keeps a memo of it)."""
+    argv = cli_argv()
+    if argv is None:
+        return
+    cmd = command_of(repo_root.absolute(), argv)
+    if cmd is None:
+        return
+    begin(cmd)
+    t0 = time.monotonic()
+    try:
+        memo = json.loads(cmd.memo_file.read_bytes())
+    except (OSError, ValueError):
+        return
+    try:
+        if not isinstance(memo, dict) or memo.get("format") != FORMAT or not still_holds(cmd, memo):
+            return
+    except (TypeError, ValueError, KeyError, AttributeError, OSError):
+        return  # a memo this code cannot read: the full command writes a new one
+    if cmd.verb == "build":
+        human = (f"up to date: {memo['recipe']} {memo['variant']} {memo['id']}: present → "
+                 f"{memo['artifact']} ({time.monotonic() - t0:.2f}s)")
+        data = {"id": memo["id"], "path": memo["artifact"], "origin": "present",
+                "recipe": memo["recipe"], "variant": memo["variant"]}
+    else:
+        switched = switch(cmd, memo)
+        if switched is None:
+            return
+        gen, changed = switched
+        human = (f"{'switched' if changed else 'already active'}: {memo['switch']['workspace']} "
+                 f"generation {gen} → {memo['recipe']} {memo['variant']} {memo['id']} (present)")
+        data = {"generation": gen, "changed": changed, "path": memo["artifact"],
+                "id": memo["id"], "origin": "present"}
+    if cmd.variables.get("format") == "json":
+        sys.stdout.write(json.dumps(data, sort_keys=True) + "\n")
+    else:
+        sys.stderr.write(human + "\n")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    raise SystemExit(0)
+
+
+def still_holds(cmd: Command, memo: dict[str, Any]) -> bool:
+    """Every input the plan read is as it was, and the store still has its answer."""
+    from orchestrator.lock.probe_cache import binary_signature
+    from orchestrator.store import ARTIFACT_RE, Store
+
+    if not cmd.workspace.is_dir():
+        return False  # the full command says so
+    art = Path(memo["artifact"])
+    name = ARTIFACT_RE.match(art.name)
+    if art.parent != Store(cmd.store_root).store_dir or name is None \
+            or f"{memo['id']}-{memo['recipe']}-{memo['variant']}" != art.name:
+        return False  # only an entry of this store, named by the memo's id
+    manifest = stat_sig(os.path.join(memo["artifact"], MANIFEST_NAME))
+    if manifest is None or manifest != memo["manifest"]:
+        return False
+    if any(stat_sig(p) != sig for p, sig in memo["files"]):
+        return False
+    if any(binary_signature(f) != sig for f, sig in memo["bins"]):
+        return False
+    if Store(cmd.store_root).stale_temps():
+        return False  # the full command cleans them up
+    if memo["redo"]:
+        from orchestrator.hashing import StatCache
+        from orchestrator.sources.prepared import STAT_CACHE
+
+        cache = StatCache(cmd.store_root / "cache" / STAT_CACHE)
+        same = all(redo(kind, args, cache) == result for kind, args, result in memo["redo"])
+        with contextlib.suppress(OSError):
+            cache.save()
+        if not same:
+            return False
+    return True
+
+
+def redo(kind: str, args: list[Any], cache: Any) -> Any:
+    """What read_trace.recorded(kind, args, ...) computes, computed again (JSON-shaped)."""
+    if kind == "tree":
+        from orchestrator.hashing import tree_digest
+
+        root, dirs, files = args
+        return tree_digest(Path(root), cache, dirs, files)
+    if kind == "checkout":
+        from orchestrator.sources.checkout import tree_identity
+
+        return json.loads(json.dumps(tree_identity(Path(args[0]), cache)))
+    return None  # a kind this code does not know: never the same
+
+
+def switch(cmd: Command, memo: dict[str, Any]) -> tuple[int, bool] | None:
+    """The switch the full command would make (None: it has to run, e.g. to refresh IDE
+    files or because the toolchain changed)."""
+    from orchestrator.errors import UserError
+    from orchestrator.ide.managed import is_managed
+    from orchestrator.store import Store
+    from orchestrator.workspace import Workspace
+
+    sw = memo["switch"]
+    store = Store(cmd.store_root)
+    ws, toolchain = Path(sw["workspace"]), Path(sw["toolchain"])
+    if ws != cmd.workspace or not ws.is_dir():
+        return None
+    if is_managed(ws):  # the IDE files as the last refresh left them, and all it read
+        ide = sw.get("ide")
+        if not ide or any(stat_sig(p) != sig for p, sig in ide):
+            return None
+    sig = stat_sig(str(toolchain / TOOLCHAIN_JSON))
+    if toolchain.parent != store.toolchains_dir or sig is None or sig != sw["toolchain_sig"]:
+        return None
+    try:
+        return Workspace(ws).switch(Path(memo["artifact"]), store, toolchain, sw["outputs"])
+    except (UserError, OSError):
+        return None  # the full command says what is wrong, in its words
