@@ -202,6 +202,17 @@ def git(cwd: Path, *args: str) -> None:
                    check=True, capture_output=True)
 
 
+def one_commit_checkout(tmp_path: Path) -> Path:
+    """A git checkout of one file, committed once."""
+    src = tmp_path / "checkout"
+    src.mkdir()
+    (src / "a.cpp").write_text("int a;\n")
+    git(src, "init", "-q")
+    git(src, "add", "-A")
+    git(src, "commit", "-qm", "one")
+    return src
+
+
 def test_a_checkout_given_as_source_is_hashed_again_each_time(memo_doit, project: Path,
                                                                store: Path, tmp_path: Path) -> None:
     """source=PATH of the demo (a path recipe): its tree digest is made again, so git
@@ -232,12 +243,7 @@ def test_a_git_checkouts_identity_is_made_again_from_git(tmp_path: Path) -> None
     from orchestrator.sources.checkout import prepare_checkout
     from orchestrator.store import Store
 
-    src = tmp_path / "checkout"
-    src.mkdir()
-    (src / "a.cpp").write_text("int a;\n")
-    git(src, "init", "-q")
-    git(src, "add", "-A")
-    git(src, "commit", "-qm", "one")
+    src = one_commit_checkout(tmp_path)
     store = Store(tmp_path / "store")
     store.ensure()
     with read_trace.tracing() as t:
@@ -348,12 +354,7 @@ def test_a_clean_checkout_is_identified_without_git_diff(tmp_path: Path,
     tree, every no-op build of a checkout); the identity is the same either way."""
     from orchestrator.sources import checkout
 
-    src = tmp_path / "checkout"
-    src.mkdir()
-    (src / "a.cpp").write_text("int a;\n")
-    git(src, "init", "-q")
-    git(src, "add", "-A")
-    git(src, "commit", "-qm", "one")
+    src = one_commit_checkout(tmp_path)
     ran: list[str] = []
     real = checkout._git
 
