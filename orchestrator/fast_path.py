@@ -43,22 +43,12 @@ def answer(repo_root: Path) -> None:
     try:
         if not isinstance(memo, dict) or memo.get("format") != FORMAT or not still_holds(cmd, memo):
             return
+        reply = built(memo, t0) if cmd.verb == "build" else switched(cmd, memo)
     except (TypeError, ValueError, KeyError, AttributeError, OSError):
         return  # a memo this code cannot read: the full command writes a new one
-    if cmd.verb == "build":
-        human = (f"up to date: {memo['recipe']} {memo['variant']} {memo['id']}: present → "
-                 f"{memo['artifact']} ({time.monotonic() - t0:.2f}s)")
-        data = {"id": memo["id"], "path": memo["artifact"], "origin": "present",
-                "recipe": memo["recipe"], "variant": memo["variant"]}
-    else:
-        switched = switch(cmd, memo)
-        if switched is None:
-            return
-        gen, changed = switched
-        human = (f"{'switched' if changed else 'already active'}: {memo['switch']['workspace']} "
-                 f"generation {gen} → {memo['recipe']} {memo['variant']} {memo['id']} (present)")
-        data = {"generation": gen, "changed": changed, "path": memo["artifact"],
-                "id": memo["id"], "origin": "present"}
+    if reply is None:
+        return
+    data, human = reply
     if cmd.variables.get("format") == "json":
         sys.stdout.write(json.dumps(data, sort_keys=True) + "\n")
     else:
@@ -68,6 +58,27 @@ def answer(repo_root: Path) -> None:
     raise SystemExit(0)
 
 
+def built(memo: dict[str, Any], t0: float) -> tuple[dict[str, Any], str]:
+    """The no-op build's JSON and human line, as verbs/build.py prints them."""
+    human = (f"up to date: {memo['recipe']} {memo['variant']} {memo['id']}: present → "
+             f"{memo['artifact']} ({time.monotonic() - t0:.2f}s)")
+    return {"id": memo["id"], "path": memo["artifact"], "origin": "present",
+            "recipe": memo["recipe"], "variant": memo["variant"]}, human
+
+
+def switched(cmd: Command, memo: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
+    """Make the switch, then its JSON and human line as verbs/switch.py prints them (None:
+    the full command has to run)."""
+    done = switch(cmd, memo)
+    if done is None:
+        return None
+    gen, changed = done
+    human = (f"{'switched' if changed else 'already active'}: {cmd.workspace} generation {gen}"
+             f" → {memo['recipe']} {memo['variant']} {memo['id']} (present)")
+    return {"generation": gen, "changed": changed, "path": memo["artifact"], "id": memo["id"],
+            "origin": "present"}, human
+
+
 def still_holds(cmd: Command, memo: dict[str, Any]) -> bool:
     """Every input the plan read is as it was, and the store still has its answer."""
     from orchestrator.lock.probe_cache import binary_signature
@@ -75,9 +86,10 @@ def still_holds(cmd: Command, memo: dict[str, Any]) -> bool:
 
     if not cmd.workspace.is_dir():
         return False  # the full command says so
+    store = Store(cmd.store_root)
     art = Path(memo["artifact"])
     name = ARTIFACT_RE.match(art.name)
-    if art.parent != Store(cmd.store_root).store_dir or name is None \
+    if art.parent != store.store_dir or name is None \
             or f"{memo['id']}-{memo['recipe']}-{memo['variant']}" != art.name:
         return False  # only an entry of this store, named by the memo's id
     manifest = stat_sig(os.path.join(memo["artifact"], MANIFEST_NAME))
@@ -87,7 +99,7 @@ def still_holds(cmd: Command, memo: dict[str, Any]) -> bool:
         return False
     if any(binary_signature(f) != sig for f, sig in memo["bins"]):
         return False
-    if Store(cmd.store_root).stale_temps():
+    if store.stale_temps():
         return False  # the full command cleans them up
     if memo["redo"]:
         from orchestrator.hashing import StatCache

@@ -290,6 +290,22 @@ def test_a_memo_this_code_cannot_trust_is_never_used(memo_doit, project: Path, s
         assert info["exit"] in (0, None) and info["planner"], (text[:80], err)
         assert "Traceback" not in err
     assert json.loads(memo.read_text())["artifact"] == good["artifact"]  # written anew
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    sw = ("switch", f"workspace={ws}", "substitute=0", "format=json")
+    assert memo_doit(*sw).returncode == 0
+    assert memo_doit(*sw).returncode == 0
+    [switch_memo] = [p for p in (store / "cache" / "plan-memo").iterdir() if p != memo]
+    good = json.loads(switch_memo.read_text())
+    toolchains = store / "toolchains"
+    for bad in (None, 5, {}, {**good["switch"], "workspace": str(tmp_path)},
+                {**good["switch"], "toolchain": str(tmp_path)},
+                {**good["switch"], "toolchain": str(toolchains / ("0" * 32))},
+                {**good["switch"], "outputs": None}):
+        switch_memo.write_text(json.dumps({**good, "switch": bad}))
+        info, err = traced_run(project, *sw, f"store={store}")
+        assert info["exit"] in (0, None) and info["planner"], (bad, err)
+        assert "Traceback" not in err
 
 
 def test_gc_removes_the_memo_of_an_artifact_it_deletes(memo_doit, project: Path, store: Path,
