@@ -22,7 +22,7 @@ from typing import Any
 from orchestrator.command_line import cli_argv
 from orchestrator.plan_memo import FORMAT, Command, begin, command_of
 from orchestrator.read_trace import stat_sig
-from orchestrator.store_layout import MANIFEST_NAME, TOOLCHAIN_JSON
+from orchestrator.store_layout import MANIFEST_NAME, SOURCE_STAT_CACHE, TOOLCHAIN_JSON
 
 
 def answer(repo_root: Path) -> None:
@@ -103,9 +103,8 @@ def still_holds(cmd: Command, memo: dict[str, Any]) -> bool:
         return False  # the full command cleans them up
     if memo["redo"]:
         from orchestrator.hashing import StatCache
-        from orchestrator.sources.prepared import STAT_CACHE
 
-        cache = StatCache(cmd.store_root / "cache" / STAT_CACHE)
+        cache = StatCache(cmd.store_root / "cache" / SOURCE_STAT_CACHE)
         same = all(redo(kind, args, cache) == result for kind, args, result in memo["redo"])
         with contextlib.suppress(OSError):
             cache.save()

@@ -25,7 +25,8 @@ from typing import Any, Iterator
 
 from orchestrator.command_line import split_words
 from orchestrator.read_trace import Trace, stat_sig, tracing
-from orchestrator.store_layout import MANIFEST_NAME
+from orchestrator.store_layout import (MACHINE_STAT_CACHE, MANIFEST_NAME, PROBE_CACHE,
+                                        SOURCE_STAT_CACHE)
 
 FORMAT = 1
 MEMO_DIR = "plan-memo"
@@ -36,7 +37,7 @@ PLACE_OPTIONS = frozenset({"-f", "--file", "-d", "--dir"})
 # Variables that make the verb do more than look the plan up (they always run in full).
 FULL_ONLY = frozenset({"rebuild", "check", "commit_failed"})
 # Pure caches under <store>/cache/: their content follows from inputs the trace notes.
-CACHE_FILES = ("stat-cache.json", "machine-stat-cache.json", "machine-probe-cache.json")
+CACHE_FILES = (SOURCE_STAT_CACHE, MACHINE_STAT_CACHE, PROBE_CACHE)
 # The shell's and terminal's own variables: no plan reads them, and they change per shell.
 SHELL_ONLY = frozenset({
     "_", "OLDPWD", "PWD", "SHLVL", "PS1", "PS2", "PS4", "PROMPT_COMMAND", "TERM", "COLORTERM",

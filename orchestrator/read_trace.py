@@ -20,13 +20,17 @@ T = TypeVar("T")
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 
+def sig_of(st: os.stat_result) -> list[int]:
+    """[size, mtime_ns, inode, ctime_ns, mode]: what a trace compares a file by."""
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns, st.st_mode]
+
+
 def stat_sig(path: str) -> list[int] | None:
-    """[size, mtime_ns, inode, ctime_ns, mode] of what `path` resolves to; None: nothing."""
+    """`sig_of` what `path` resolves to; None: nothing."""
     try:
-        st = os.stat(path)
+        return sig_of(os.stat(path))
     except (OSError, ValueError):
         return None
-    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns, st.st_mode]
 
 
 @dataclass
@@ -113,8 +117,7 @@ def note_stat(path: str, st: os.stat_result) -> None:
     """A stat cache answered for `path` from this stat (its content was not read)."""
     t = _active
     if t is not None:
-        t.note(os.path.abspath(path), [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns,
-                                       st.st_mode])
+        t.note(os.path.abspath(path), sig_of(st))
 
 
 def note_binary(file: str, sig: list[Any] | None) -> None:
@@ -125,7 +128,7 @@ def note_binary(file: str, sig: list[Any] | None) -> None:
 
 
 def recorded(kind: str, args: list[Any], compute: Callable[[], T]) -> T:
-    """compute() untraced, noted as a result to compute again (`plan_memo.redo(kind, args)`)
+    """compute() untraced, noted as a result to compute again (`fast_path.redo(kind, args)`)
     rather than as the files it read."""
     t = _active
     if t is None or t.paused:

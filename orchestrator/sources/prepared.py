@@ -8,6 +8,7 @@ from typing import Any
 
 from orchestrator.hashing import StatCache
 from orchestrator.store import Store
+from orchestrator.store_layout import SOURCE_STAT_CACHE
 
 # Never part of a source's identity: VCS metadata and build output left in the tree.
 IGNORED_DIRS = (".git", ".hg", "build", "__pycache__", ".orch", ".vscode", ".cache")
@@ -25,12 +26,9 @@ class PreparedSource:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-STAT_CACHE = "stat-cache.json"  # <store>/cache/<this>
-
-
 def stat_cache(store: Store) -> StatCache:
     """The store's stat cache for source files (size, mtime, inode → sha256)."""
-    return StatCache(store.root / "cache" / STAT_CACHE)
+    return StatCache(store.root / "cache" / SOURCE_STAT_CACHE)
 
 
 def is_workspace_plumbing(rel: str) -> bool:
