@@ -76,6 +76,28 @@ def remove_tree(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=False)
 
 
+def durable_commits() -> bool:
+    """ORCH_FSYNC=1: a commit (store entry, pulled toolchain) is fsynced, every file and
+    directory, before it is renamed into place. Off by default, as Nix's fsync-store-paths:
+    the rename keeps a killed run's output invisible either way; only a power loss or a
+    kernel crash may then leave a committed entry with files the disk never got, which
+    `doit verify` reports (each file's sha256 is in its manifest)."""
+    return os.environ.get("ORCH_FSYNC", "0") == "1"
+
+
+def fsync_tree_level(directory: Path, names: list[str]) -> None:
+    """fsync the regular files `names` of `directory`, then the directory itself."""
+    for name in names:
+        p = directory / name
+        if p.is_file() and not p.is_symlink():
+            fd = os.open(p, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    fsync_dir(directory)
+
+
 def fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
-from orchestrator.fs import (fsync_dir, is_stale_temp, make_writable, remove_tree, temp_in,
-                             temp_sibling, write_atomic)
+from orchestrator.fs import (durable_commits, fsync_dir, fsync_tree_level, is_stale_temp,
+                             make_writable, remove_tree, temp_in, temp_sibling, write_atomic)
 from orchestrator.hashing import canonical_json, local_secret, pretty_json, remember_sha256
 from orchestrator.store_layout import MANIFEST_NAME
 
@@ -260,23 +260,26 @@ class Store:
                 self.last_commit = CommitStats()
                 return final
             self.last_commit = self._dedupe(staged, manifest)
+            durable = durable_commits()
             write_atomic(staged / MANIFEST_NAME, pretty_json(manifest.model_dump(mode="json")),
-                         mode=0o444)
+                         mode=0o444, durable=durable)
             for entry in manifest.files:
                 p = staged / entry.path
                 mode = 0o555 if entry.mode & 0o111 else 0o444
                 # a pool inode has its mode already (a chmod would still touch its ctime)
                 if entry.kind == "file" and stat.S_IMODE(p.stat().st_mode) != mode:
                     os.chmod(p, mode)
-            for dirpath, _, _ in os.walk(staged, topdown=False):
+            for dirpath, _, names in os.walk(staged, topdown=False):
+                if durable:
+                    fsync_tree_level(Path(dirpath), names)
                 os.chmod(dirpath, 0o555)
-            fsync_dir(staged)
             if final.exists():  # a half-present leftover without manifest: cannot happen
                 remove_tree(final)  # via rename, but be safe against manual meddling
             os.chmod(staged, 0o755)  # rename of a dir needs write access to it on some FS
             os.rename(staged, final)
             os.chmod(final, 0o555)
-            fsync_dir(self.store_dir)
+            if durable:
+                fsync_dir(self.store_dir)
             self._write_record(staged, manifest)
         return final
 
