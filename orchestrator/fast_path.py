@@ -41,7 +41,10 @@ def answer(repo_root: Path) -> None:
     except (OSError, ValueError):
         return
     try:
-        if not isinstance(memo, dict) or memo.get("format") != FORMAT or not still_holds(cmd, memo):
+        if not isinstance(memo, dict) or memo.get("format") != FORMAT:
+            return
+        if not still_holds(cmd, memo):
+            ahead(cmd, memo)
             return
         reply = built(memo, t0) if cmd.verb == "build" else switched(cmd, memo)
     except (TypeError, ValueError, KeyError, AttributeError, OSError):
@@ -111,6 +114,24 @@ def still_holds(cmd: Command, memo: dict[str, Any]) -> bool:
         if not same:
             return False
     return True
+
+
+def ahead(cmd: Command, memo: dict[str, Any]) -> None:
+    """The source tree changed and every other input of the plan holds: start the last
+    build's ninja now, while the full command plans (head_start.py adopts or stops it)."""
+    from orchestrator import head_start
+    from orchestrator.lock.probe_cache import binary_signature
+    from orchestrator.store import Store
+
+    tree, src = memo.get("build_tree"), memo.get("source_dir")
+    if not isinstance(tree, str) or not isinstance(src, str) or not cmd.workspace.is_dir():
+        return
+    if any(stat_sig(p) != sig for p, sig in memo["files"] if p != src):
+        return
+    if any(binary_signature(f) != sig for f, sig in memo["bins"]):
+        return
+    store = Store(cmd.store_root)
+    head_start.start(Path(tree), store.build_dir, store.locks_dir)
 
 
 def redo(kind: str, args: list[Any], cache: Any) -> Any:

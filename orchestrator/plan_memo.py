@@ -189,7 +189,9 @@ def remember(r: Any, switch_to: dict[str, Any] | None = None) -> None:
         "format": FORMAT, "files": sorted(files.items()), "bins": sorted(t.bins.items()),
         "redo": t.redo, "artifact": str(r.path), "id": r.plan.artifact_id,
         "manifest": stat_sig(str(r.path / MANIFEST_NAME)),
-        "recipe": r.plan.recipe.name, "variant": r.plan.variant_name, "switch": switch_to}
+        "recipe": r.plan.recipe.name, "variant": r.plan.variant_name, "switch": switch_to,
+        "source_dir": src, "build_tree": str(r.build_tree())}
     with contextlib.suppress(OSError):
         cmd.memo_file.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(cmd.memo_file, json.dumps(memo), durable=False)
+

@@ -1,6 +1,7 @@
 """Realise a plan: already in the store, substitute from a cache, or build → verify → commit."""
 from __future__ import annotations
 
+import importlib
 import os
 import socket
 import time
@@ -8,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from orchestrator import head_start
 from orchestrator.builders.compile_cache import launcher
 from orchestrator.cache.toolchain_hook import toolchain_substituter  # light: see its docstring
 from orchestrator.console import console, phase, print_phase
@@ -21,7 +23,7 @@ from orchestrator.read_trace import paused
 from orchestrator.reverify import reverify_if_rules_changed, rules_digest
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from orchestrator.toolchain import Toolchain, ensure_toolchain, linked_toolchain
+from orchestrator.toolchain import Toolchain, ensure_toolchain, linked_toolchain, toolchain_hash
 
 if TYPE_CHECKING:
     from orchestrator.builders.process import BuildFailed
@@ -47,6 +49,15 @@ class Realised:
         if self._toolchain is None:
             self._toolchain = ensure_toolchain(self.store, self.plan.lock)
         return self._toolchain
+
+    def build_tree(self) -> Path:
+        """The build tree this plan builds in (its head start's, head_start.py), whether or
+        not this command built: named, nothing checked or made."""
+        from orchestrator.builders.context import build_dir_key
+
+        tc = self._toolchain or Toolchain(
+            self.store.toolchains_dir / toolchain_hash(self.plan.lock), self.plan.lock)
+        return self.store.build_dir / build_dir_key(self.plan, tc)
 
     def toolchain_to_link(self) -> Toolchain:
         """What a switch links (.orch/toolchain, env.sh) and runs nothing from: the toolchain
@@ -95,7 +106,9 @@ def build(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain) ->
     from orchestrator.builders.process import BuildFailed
 
     build_dir = store.build_dir / build_dir_key(plan, toolchain)
-    with store.lock(f"build-{build_dir.name}"):
+    if head_start.running_in(build_dir):  # what run_verify imports, while that ninja runs
+        importlib.import_module("orchestrator.verify")
+    with head_start.held(store.lock(f"build-{build_dir.name}")):
         if (found := store.find(plan.artifact_id)) is not None:
             return found
         with store.staging(plan.name) as stage:

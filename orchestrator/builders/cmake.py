@@ -15,7 +15,7 @@ REPRODUCIBLE_DEFINES = {"CMAKE_BUILD_WITH_INSTALL_RPATH": "ON"}
 class CMakeBuilder:
     def build(self, ctx: BuildContext) -> None:
         configure(ctx, overrides=REPRODUCIBLE_DEFINES, linked_source=True)
-        compile_(ctx)
+        compile_(ctx, may_head_start=True)
         ctx.prefix.mkdir(parents=True, exist_ok=True)
         if not ctx.plan.variant.targets:
             install(ctx)

@@ -7,11 +7,15 @@ import os
 import shutil
 from pathlib import Path
 
+from orchestrator import head_start
 from orchestrator.builders import cmake_file_api
 from orchestrator.builders.compile_cache.source_link import source_link, source_link_flags
+from orchestrator.builders.compile_cache.stats import STATS_LOG
 from orchestrator.builders.context import BuildContext
 from orchestrator.builders.process import NINJA_STATUS, run_logged
+from orchestrator.console import console
 from orchestrator.hashing import digest_of
+from orchestrator.store_layout import TOOLCHAIN_JSON
 
 CONFIGURE_STAMP = ".orch-configure.json"
 
@@ -84,6 +88,7 @@ def configure(ctx: BuildContext, env: dict[str, str] | None = None,
     if (ctx.build_dir / "build.ninja").is_file() and (ctx.build_dir / "CMakeCache.txt").is_file() \
             and stamp.is_file() and json.loads(stamp.read_text()).get("digest") == wanted:
         return False
+    head_start.stop()  # cmake must not write the tree a head start's ninja reads
     ctx.build_dir.mkdir(parents=True, exist_ok=True)
     if file_api:
         cmake_file_api.write_query(ctx.build_dir)
@@ -93,19 +98,35 @@ def configure(ctx: BuildContext, env: dict[str, str] | None = None,
     return True
 
 
-def compile_(ctx: BuildContext, env: dict[str, str] | None = None) -> None:
+def compile_(ctx: BuildContext, env: dict[str, str] | None = None,
+             may_head_start: bool = False) -> None:
     """ninja in the build tree; meta/ninja_log gets this build's steps only (the tree's
-    .ninja_log is cumulative: we keep what ninja appended during this run)."""
+    .ninja_log is cumulative: we keep what ninja appended during this run).
+
+    may_head_start: the builder runs nothing between configure and ninja, so the next build
+    of this command may start this ninja ahead of the planner (head_start.py); it is adopted
+    here when it is this very ninja."""
     keep_going = ["-k", "0"] if ctx.keep_going else []
     log = ctx.build_dir / ".ninja_log"
-    before = log.stat().st_size if log.is_file() else 0
-    try:
-        run_logged([ctx.toolchain.ninja, "-C", ctx.build_dir, "-j", str(ctx.jobs), *keep_going,
-                    *ctx.plan.variant.targets],
-                   env={**(env or ctx.env), "NINJA_STATUS": NINJA_STATUS},
-                   log=ctx.log, title="build")
-    finally:
-        keep_ninja_steps(log, before, ctx.meta / "ninja_log")
+    argv = [str(a) for a in (ctx.toolchain.ninja, "-C", ctx.build_dir, "-j", str(ctx.jobs),
+                             *keep_going, *ctx.plan.variant.targets)]
+    run_env = {**(env or ctx.env), "NINJA_STATUS": NINJA_STATUS}
+    if may_head_start and ctx.compile_cache.shares_nothing:
+        head_start.note(ctx.build_dir, argv, run_env, [
+            ctx.toolchain.ninja, ctx.toolchain.cc, ctx.toolchain.cxx,
+            *([ctx.compile_cache.binary] if ctx.compile_cache.enabled and ctx.compile_cache.binary
+              else []), ctx.toolchain.root / TOOLCHAIN_JSON],
+            ctx.build_dir / STATS_LOG if ctx.compile_cache.enabled else None)
+    with head_start.adopting(argv, run_env) as ahead:
+        if head_start.stopped_unadopted:
+            console.print("[dim]head start stopped: the plan runs another ninja (its "
+                          "outputs are removed)[/]")
+        before = ahead.before if ahead is not None else (log.stat().st_size if log.is_file() else 0)
+        try:
+            run_logged(argv, env=run_env, log=ctx.log, title="build",
+                       adopted=None if ahead is None else (ahead.step, ahead.output(), ahead.t0))
+        finally:
+            keep_ninja_steps(log, before, ctx.meta / "ninja_log")
 
 
 def keep_ninja_steps(log: Path, offset: int, dest: Path) -> None:

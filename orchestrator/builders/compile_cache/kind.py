@@ -32,6 +32,13 @@ class CompileCache:
         return self.kind != "off" and self.binary is not None
 
     @property
+    def shares_nothing(self) -> bool:
+        """Every compile's state is the build tree's and a local cache's (off, or ccache with
+        no remote and no distcc): no server, nothing on another host."""
+        return self.kind == "off" or (self.kind == "ccache" and self.remote is None
+                                      and self.distcc is None)
+
+    @property
     def launcher(self) -> Path | None:
         """What goes in front of a compiler: ccache, or sccache's launcher script (which keeps
         the checkout's and build tree's paths out of sccache's key)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from orchestrator import head_start
 from orchestrator.builders.compile_cache import distcc, sccache
 from orchestrator.builders.compile_cache.kind import CompileCache, resolve
 from orchestrator.builders.compile_cache.stats import STATS_LOG, BuildStats, read_stats
@@ -87,10 +88,12 @@ def with_distcc(cc: CompileCache, ls: LauncherSettings, timeout: float) -> Compi
 # --- one build's hooks ---
 
 def begin_stats(build_dir: Path) -> Path:
-    """A fresh stats log for this build in its build tree."""
+    """A fresh stats log for this build in its build tree (a head start running there began
+    it already: its compiles are this build's)."""
     build_dir.mkdir(parents=True, exist_ok=True)
     log = build_dir / STATS_LOG
-    log.unlink(missing_ok=True)
+    if not head_start.running_in(build_dir):
+        log.unlink(missing_ok=True)
     return log
 
 

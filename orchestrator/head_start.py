@@ -1,0 +1,218 @@
+"""The head start of an edited tree's build: ninja started by the fast path, before doit
+loads a task and the planner runs, and adopted by the build when the planner asks for that
+very ninja; stopped, and what it built removed, when it does not.
+
+The edit → build loop is ninja plus the planner's start-up (imports, plan, toolchain check):
+on 2 cores the two overlap. `fast_path.answer` starts it when a `doit build` / `doit switch`
+has a memo (plan_memo.py) whose every input other than the source tree holds, and whose
+last build ran ninja in a CMake tree with no shared state outside it (compile cache off or a
+local ccache: no sccache server, no remote, no distcc). The memo keeps what that ninja was
+(`note`): its argv, its whole environment, and the stat of the programs it runs.
+
+It holds the build tree's lock from the start, so no other build runs in that tree meanwhile,
+and `realise.build` takes the same lock object (`held`). `cmake_steps.compile_` adopts it
+(`adopting`) only when its argv and environment are the ones ninja would be run with now;
+anything else — a configure step to run first, another build tree, an artifact found
+present, a drifted toolchain, an error — stops it and deletes the outputs it built (the
+entries it appended to .ninja_log), so the tree holds nothing the full command did not check.
+A SIGKILL of this process stops ninja through its guard (process_group.py).
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from orchestrator.fs import write_atomic
+from orchestrator.process_group import Step, spawn
+from orchestrator.read_trace import stat_sig
+
+NINJA_LOG = ".ninja_log"
+SPEC = ".orch-head-start.json"  # in the build tree: the ninja its last build ran
+# The caller's variables a build's environment takes as they are (Toolchain.build_env): a
+# memo's key leaves them out, so a head start takes them from this process too.
+FROM_CALLER = ("TERM",)
+
+
+@dataclass
+class Started:
+    build_dir: Path
+    argv: list[str]
+    env: dict[str, str]
+    before: int                   # .ninja_log's size when ninja started
+    step: Step
+    lock: Any                     # the build tree's FileLock, held by this head start
+    lines: queue.Queue[str | None]
+    t0: float                     # time.monotonic() when ninja started
+    taken: bool = False
+
+    def output(self) -> Iterator[str]:
+        """What ninja printed and prints, to its end."""
+        while (line := self.lines.get()) is not None:
+            yield line
+
+
+_started: Started | None = None
+stopped_unadopted = False   # `adopting` stopped a head start of another ninja (it says so)
+
+
+def note(build_dir: Path, argv: list[str], env: dict[str, str], programs: list[Path],
+         stats_log: Path | None) -> None:
+    """This build's ninja may be started ahead next time: kept in its tree (SPEC), which the
+    memo of any command that plans this tree names."""
+    sigs = [[str(p), stat_sig(str(p))] for p in programs]
+    spec = {"build_dir": str(build_dir), "argv": argv, "env": env, "programs": sigs,
+            "stats_log": None if stats_log is None else str(stats_log)}
+    with contextlib.suppress(OSError):
+        if any(sig is None for _, sig in sigs):
+            (build_dir / SPEC).unlink(missing_ok=True)
+        else:
+            write_atomic(build_dir / SPEC, json.dumps(spec), durable=False)
+
+
+def spec_in(tree: Path) -> Any:
+    """The spec `note` kept in this tree (None: none, or not JSON)."""
+    try:
+        return json.loads((tree / SPEC).read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+def _valid(spec: Any, build_root: Path, want: Path) -> bool:
+    """A spec of the shape `note` writes, naming a tree of this store, whose programs are as
+    they were."""
+    if not isinstance(spec, dict):
+        return False
+    argv, env, programs = spec.get("argv"), spec.get("env"), spec.get("programs")
+    build_dir = spec.get("build_dir")
+    if not (isinstance(build_dir, str) and isinstance(argv, list) and len(argv) > 3
+            and all(isinstance(a, str) for a in argv) and isinstance(env, dict)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
+            and isinstance(programs, list) and programs):
+        return False
+    tree = Path(build_dir)
+    if tree.parent != build_root or tree != Path(want) or not (tree / "build.ninja").is_file() \
+            or argv[1:3] != ["-C", build_dir]:
+        return False
+    stats = spec.get("stats_log")
+    if stats is not None and (not isinstance(stats, str) or Path(stats).parent != tree):
+        return False
+    if [p for p, _ in programs][:1] != argv[:1]:
+        return False  # the first program is the one run
+    return all(isinstance(p, str) and stat_sig(p) == sig for p, sig in programs)
+
+
+def start(tree: Path, build_root: Path, locks_dir: Path) -> bool:
+    """Start the ninja `note` kept in `tree` (a tree of build_root) ahead of the planner
+    (False: not started)."""
+    global _started
+    spec = spec_in(tree)
+    if _started is not None or not _valid(spec, build_root, tree):
+        return False
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(locks_dir / f"build-{tree.name}.lock"), timeout=0)  # as realise.build
+    try:
+        lock.acquire()
+    except (Timeout, OSError):
+        return False  # another build is in this tree: the full command waits for it
+    env = {k: v for k, v in spec["env"].items() if k not in FROM_CALLER}
+    env.update({k: os.environ[k] for k in FROM_CALLER if k in os.environ})
+    try:
+        log = tree / NINJA_LOG
+        before = log.stat().st_size if log.is_file() else 0
+        if spec["stats_log"] is not None:
+            Path(spec["stats_log"]).unlink(missing_ok=True)  # as launcher.begin_stats
+        t0 = time.monotonic()
+        step = spawn(spec["argv"], env)
+    except OSError:
+        lock.release()
+        return False
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:  # a pipe is 64 KiB: ninja must never wait for the planner
+        assert step.proc.stdout is not None
+        for line in step.proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, name="head-start", daemon=True).start()
+    _started = Started(tree, list(spec["argv"]), env, before, step, lock, lines, t0)
+    atexit.register(stop)
+    return True
+
+
+def running_in(build_dir: Path) -> bool:
+    return _started is not None and not _started.taken and _started.build_dir == build_dir
+
+
+def held(lock: Any) -> Any:
+    """The head start's lock object when `lock` is the same file (re-entered, not taken
+    twice: a second lock on the same file would wait for the first), else `lock`."""
+    if _started is not None and _started.lock.lock_file == lock.lock_file:
+        return _started.lock
+    return lock
+
+
+@contextlib.contextmanager
+def adopting(argv: list[str], env: dict[str, str]) -> Iterator[Started | None]:
+    """The running head start when it is ninja run as `argv` with `env` (the caller waits
+    for it and reads its output); None otherwise, after stopping any other one."""
+    global _started
+    s = _started
+    if s is None:
+        yield None
+        return
+    if s.taken or s.argv != argv or s.env != env:
+        stop()
+        global stopped_unadopted
+        stopped_unadopted = True
+        yield None
+        return
+    s.taken = True
+    try:
+        yield s
+    finally:
+        _started = None
+        s.lock.release()
+
+
+def stop() -> None:
+    """Stop a head start nobody adopted, and delete what it built."""
+    global _started
+    s, _started = _started, None
+    if s is None or s.taken:
+        return
+    try:
+        s.step.stop()
+        s.step.proc.wait()
+        s.step.release()
+        discard_built(s.build_dir, s.before)
+    finally:
+        s.lock.release()
+
+
+def discard_built(build_dir: Path, offset: int) -> None:
+    """Delete the outputs of the .ninja_log entries after `offset` (all of them when ninja
+    rewrote its log shorter meanwhile): the next ninja builds them again."""
+    try:
+        data = (build_dir / NINJA_LOG).read_bytes()
+    except OSError:
+        return
+    header, _, entries = data.partition(b"\n")
+    if 0 < offset <= len(data):
+        entries = data[offset:]
+    for row in entries.decode(errors="replace").splitlines():
+        fields = row.split("\t")
+        if len(fields) == 5 and not row.startswith("#"):
+            out = build_dir / fields[3]
+            if out.resolve().is_relative_to(build_dir.resolve()):
+                with contextlib.suppress(OSError):
+                    out.unlink()
