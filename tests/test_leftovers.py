@@ -158,3 +158,28 @@ def test_killing_the_orchestrator_ends_its_compilers(sig: signal.Signals, driver
                 os.kill(int(child_file.read_text()), signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+@pytest.mark.parametrize("durable", ["0", "1"])
+def test_a_commit_is_fsynced_only_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             durable: str) -> None:
+    """ORCH_FSYNC=1: every committed file, its directories and store/ reach the disk before
+    the commit returns; by default none is fsynced (fs.durable_commits)."""
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setenv("ORCH_FSYNC", durable)
+    monkeypatch.setattr(os, "fsync", fsync)
+    store = Store(tmp_path / "store")
+    store.ensure()
+    final = _artifact(store)
+    if durable == "0":
+        assert synced == []
+        return
+    names = {Path(p).name for p in synced}
+    assert {"__init__.py", "manifest.json", "pkg", "python", "prefix", "meta", "store"} <= names
+    assert (final / "prefix/python/pkg/__init__.py").read_text() == "VALUE = 1\n"
