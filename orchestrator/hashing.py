@@ -55,7 +55,7 @@ def remembered_sha256(st: os.stat_result) -> str | None:
     return _KNOWN.get(_identity(st))
 
 
-def known_sha256(path: Path, st: os.stat_result) -> str:
+def known_sha256(path: Path | str, st: os.stat_result) -> str:
     """sha256 of `path`, whose lstat is `st`: remembered for that identity, else read."""
     return _KNOWN.get(_identity(st)) or sha256_file(path)
 

@@ -23,6 +23,7 @@ from orchestrator.cache.errors import CacheError
 from orchestrator.cache.signing import TrustedKeys
 from orchestrator.cache.transfer import TransferStats
 from orchestrator.console import console
+from orchestrator.hashing import remember_sha256
 from orchestrator.model.cache_record import CacheRecord, Pack
 from orchestrator.model.manifest import FileEntry
 from orchestrator.model.user_file import MAX_DEPTH, depth_ok
@@ -159,6 +160,10 @@ def assemble(files: list[FileEntry], label: str, store: Store, backend: Backend,
     for f in files:
         if f.kind == "symlink":
             os.symlink(f.target or "", f"{root}/{f.path}")
+        elif f.kind == "file" and f.sha256:
+            # checked on the way in (a download's sha256, the pool's own name): a later scan
+            # in this process (the toolchain's full check, a commit) does not read it again
+            remember_sha256(os.lstat(f"{root}/{f.path}"), f.sha256)
 
 
 def pull_record(record: CacheRecord, store: Store, backend: Backend, jobs: int,

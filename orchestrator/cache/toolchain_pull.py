@@ -26,7 +26,7 @@ from orchestrator.cache.toolchain_record import ToolchainRecord, toolchain_recor
 from orchestrator.cache.transfer import TransferStats
 from orchestrator.console import console
 from orchestrator.fs import remove_tree, temp_in
-from orchestrator.hashing import pretty_json, sha256_bytes
+from orchestrator.hashing import remember_sha256, sha256_bytes
 from orchestrator.model.lock import Lock, PythonEntry
 from orchestrator.store import Store
 from orchestrator.toolchain import FILES_MANIFEST, TOOLCHAIN_JSON, toolchain_hash
@@ -68,20 +68,22 @@ def _relocate(stage: Path, record: ToolchainRecord, final: Path, where: str) -> 
             f.write(data)
         os.chmod(p, 0o755 if modes[rel] & 0o111 else 0o644)
         out[rel] = sha256_bytes(data)
+        remember_sha256(os.lstat(p), out[rel])  # what this process wrote: not read again
     return out
 
 
 def _write_manifest(stage: Path, record: ToolchainRecord, changed: dict[str, str]) -> dict:
     """toolchain-files.json from the record's hashes and the assembled files' lstat."""
     entries: dict[str, dict] = {}
+    base = f"{stage}/"
     for f in record.files:
         if f.kind == "symlink":
             entries[f.path] = {"target": f.target}
             continue
-        st = os.lstat(stage / f.path)
+        st = os.lstat(base + f.path)
         entries[f.path] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino,
                            "sha256": changed.get(f.path, f.sha256), "exec": bool(f.mode & 0o111)}
-    (stage / FILES_MANIFEST).write_text(pretty_json({"schema": 1, "files": entries}))
+    (stage / FILES_MANIFEST).write_text(tree_manifest.dumps(entries))
     return entries
 
 
