@@ -73,7 +73,10 @@ def first_stop(ws: Path, script: Path) -> float:
 
 def cold_path(repo: str, me: Path, store: Path, env: dict[str, str], script: Path,
               toolchain_row: str) -> list[tuple[str, float]]:
-    """The timed phases in a fresh clone `me` with the empty store `store`."""
+    """The timed phases in a fresh clone `me` with the empty store `store`. Untimed first:
+    the disk is flushed of what the set-up wrote (a toolchain is ~1 GB; its writeback while
+    the next one is written doubled the pull's time on this machine's disk)."""
+    os.sync()
     rows: list[tuple[str, float]] = []
     timed(rows, "git clone", lambda: subprocess.run(["git", "clone", "-q", repo, str(me)],
                                                      check=True))
