@@ -77,6 +77,13 @@ def note(build_dir: Path, argv: list[str], env: dict[str, str], programs: list[P
             write_atomic(build_dir / SPEC, json.dumps(spec), durable=False)
 
 
+def forget(build_dir: Path) -> None:
+    """This build's ninja may not be started ahead (its compile cache shares state): the
+    tree's spec from an earlier build goes."""
+    with contextlib.suppress(OSError):
+        (build_dir / SPEC).unlink(missing_ok=True)
+
+
 def spec_in(tree: Path) -> Any:
     """The spec `note` kept in this tree (None: none, or not JSON)."""
     try:
@@ -165,14 +172,14 @@ def held(lock: Any) -> Any:
 def adopting(argv: list[str], env: dict[str, str]) -> Iterator[Started | None]:
     """The running head start when it is ninja run as `argv` with `env` (the caller waits
     for it and reads its output); None otherwise, after stopping any other one."""
-    global _started
+    global _started, stopped_unadopted
     s = _started
+    stopped_unadopted = False
     if s is None:
         yield None
         return
     if s.taken or s.argv != argv or s.env != env:
         stop()
-        global stopped_unadopted
         stopped_unadopted = True
         yield None
         return

@@ -80,6 +80,22 @@ def test_a_head_start_the_plan_does_not_ask_for_is_stopped_and_what_it_built_rem
     assert tree.is_dir()
 
 
+def test_a_tree_built_through_a_compile_cache_server_keeps_no_head_start(
+        project: Path, store: Path) -> None:
+    """sccache runs a server per build (and a remote or distcc would reach other hosts): its
+    ninja is never started ahead, and the tree forgets the ninja of an earlier build."""
+    s = f"store={store}"
+    assert run_doit(project, "build", s, "substitute=0").returncode == 0
+    [tree] = [d for d in (store / "build").iterdir() if (d / head_start.SPEC).is_file()]
+    edit(project, 1)  # (the compile cache is no input of the artifact: only an edit builds)
+    res = run_doit(project, "build", s, "substitute=0", "compile_cache=sccache")
+    assert res.returncode == 0, res.output
+    assert not (tree / head_start.SPEC).exists(), res.output
+    edit(project, 2)
+    again = run_doit(project, "build", s, "substitute=0", "compile_cache=sccache")
+    assert again.returncode == 0 and AHEAD not in again.stderr, again.output
+
+
 # -- the pieces, on real ninja trees ---------------------------------------------------------
 
 def ninja_tree(root: Path, sleep: float = 0) -> tuple[Path, Path]:

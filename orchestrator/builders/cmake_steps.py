@@ -117,6 +117,8 @@ def compile_(ctx: BuildContext, env: dict[str, str] | None = None,
             *([ctx.compile_cache.binary] if ctx.compile_cache.enabled and ctx.compile_cache.binary
               else []), ctx.toolchain.root / TOOLCHAIN_JSON],
             ctx.build_dir / STATS_LOG if ctx.compile_cache.enabled else None)
+    elif may_head_start:
+        head_start.forget(ctx.build_dir)
     with head_start.adopting(argv, run_env) as ahead:
         if head_start.stopped_unadopted:
             console.print("[dim]head start stopped: the plan runs another ninja (its "
