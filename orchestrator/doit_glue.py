@@ -13,6 +13,7 @@ variable (exit 2).
 """
 from __future__ import annotations
 
+import gc
 import importlib
 from pathlib import Path
 from typing import Callable
@@ -125,6 +126,9 @@ def action(verb: str, name: str | None = None, words: list[str] | None = None) -
         try:
             settings = current_settings(name)
             fn = load_verb(verb)
+            # What is imported lives as long as the command: the collector no longer walks
+            # it (its full collections cost an edit → build 0.04-0.06 s, in verify).
+            gc.freeze()
             fn(settings) if words is None else fn(settings, list(words))
         except UserError as e:
             console.print(f"[red]error:[/] {escape(str(e))}", soft_wrap=True)
