@@ -84,7 +84,6 @@ def switched(cmd: Command, memo: dict[str, Any]) -> tuple[dict[str, Any], str] |
 
 def still_holds(cmd: Command, memo: dict[str, Any]) -> bool:
     """Every input the plan read is as it was, and the store still has its answer."""
-    from orchestrator.lock.probe_cache import binary_signature
     from orchestrator.store import ARTIFACT_RE, Store
 
     if not cmd.workspace.is_dir():
@@ -96,11 +95,7 @@ def still_holds(cmd: Command, memo: dict[str, Any]) -> bool:
             or f"{memo['id']}-{memo['recipe']}-{memo['variant']}" != art.name:
         return False  # only an entry of this store, named by the memo's id
     manifest = stat_sig(os.path.join(memo["artifact"], MANIFEST_NAME))
-    if manifest is None or manifest != memo["manifest"]:
-        return False
-    if any(stat_sig(p) != sig for p, sig in memo["files"]):
-        return False
-    if any(binary_signature(f) != sig for f, sig in memo["bins"]):
+    if manifest is None or manifest != memo["manifest"] or not inputs_hold(memo):
         return False
     if store.stale_temps():
         return False  # the full command cleans them up
@@ -120,18 +115,22 @@ def ahead(cmd: Command, memo: dict[str, Any]) -> None:
     """The source tree changed and every other input of the plan holds: start the last
     build's ninja now, while the full command plans (head_start.py adopts or stops it)."""
     from orchestrator import head_start
-    from orchestrator.lock.probe_cache import binary_signature
     from orchestrator.store import Store
 
     tree, src = memo.get("build_tree"), memo.get("source_dir")
-    if not isinstance(tree, str) or not isinstance(src, str) or not cmd.workspace.is_dir():
-        return
-    if any(stat_sig(p) != sig for p, sig in memo["files"] if p != src):
-        return
-    if any(binary_signature(f) != sig for f, sig in memo["bins"]):
+    if not isinstance(tree, str) or not isinstance(src, str) or not cmd.workspace.is_dir() \
+            or not inputs_hold(memo, but=src):
         return
     store = Store(cmd.store_root)
     head_start.start(Path(tree), store.build_dir, store.locks_dir)
+
+
+def inputs_hold(memo: dict[str, Any], but: str | None = None) -> bool:
+    """Every file the plan read (but `but`) and every binary it probed are as they were."""
+    from orchestrator.lock.probe_cache import binary_signature
+
+    return all(stat_sig(p) == sig for p, sig in memo["files"] if p != but) \
+        and all(binary_signature(f) == sig for f, sig in memo["bins"])
 
 
 def redo(kind: str, args: list[Any], cache: Any) -> Any:

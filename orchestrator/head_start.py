@@ -6,8 +6,9 @@ The edit → build loop is ninja plus the planner's start-up (imports, plan, too
 on 2 cores the two overlap. `fast_path.answer` starts it when a `doit build` / `doit switch`
 has a memo (plan_memo.py) whose every input other than the source tree holds, and whose
 last build ran ninja in a CMake tree with no shared state outside it (compile cache off or a
-local ccache: no sccache server, no remote, no distcc). The memo keeps what that ninja was
-(`note`): its argv, its whole environment, and the stat of the programs it runs.
+local ccache: no sccache server, no remote, no distcc). The tree keeps what that ninja was
+(`note`, SPEC): its argv, its whole environment, and the stat of the programs it runs; the
+memo names the tree.
 
 It holds the build tree's lock from the start, so no other build runs in that tree meanwhile,
 and `realise.build` takes the same lock object (`held`). `cmake_steps.compile_` adopts it

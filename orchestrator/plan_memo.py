@@ -194,4 +194,3 @@ def remember(r: Any, switch_to: dict[str, Any] | None = None) -> None:
     with contextlib.suppress(OSError):
         cmd.memo_file.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(cmd.memo_file, json.dumps(memo), durable=False)
-
