@@ -23,7 +23,7 @@ from orchestrator.read_trace import paused
 from orchestrator.reverify import reverify_if_rules_changed, rules_digest
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from orchestrator.toolchain import Toolchain, ensure_toolchain, linked_toolchain, toolchain_hash
+from orchestrator.toolchain import Toolchain, ensure_toolchain, linked_toolchain, toolchain_root
 
 if TYPE_CHECKING:
     from orchestrator.builders.process import BuildFailed
@@ -53,11 +53,11 @@ class Realised:
     def build_tree(self) -> Path:
         """The build tree this plan builds in (its head start's, head_start.py), whether or
         not this command built: named, nothing checked or made."""
-        from orchestrator.builders.context import build_dir_key
+        from orchestrator.builders.context import build_tree_of
 
-        tc = self._toolchain or Toolchain(
-            self.store.toolchains_dir / toolchain_hash(self.plan.lock), self.plan.lock)
-        return self.store.build_dir / build_dir_key(self.plan, tc)
+        tc = self._toolchain or Toolchain(toolchain_root(self.store, self.plan.lock),
+                                          self.plan.lock)
+        return build_tree_of(self.store, self.plan, tc)
 
     def toolchain_to_link(self) -> Toolchain:
         """What a switch links (.orch/toolchain, env.sh) and runs nothing from: the toolchain
@@ -102,10 +102,10 @@ def run_verify(stage: Path, plan: Plan, toolchain: Toolchain,
 
 def build(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain) -> Path:
     from orchestrator.build_step import run_builder
-    from orchestrator.builders.context import build_dir_key
+    from orchestrator.builders.context import build_tree_of
     from orchestrator.builders.process import BuildFailed
 
-    build_dir = store.build_dir / build_dir_key(plan, toolchain)
+    build_dir = build_tree_of(store, plan, toolchain)
     if head_start.running_in(build_dir):  # what run_verify imports, while that ninja runs
         importlib.import_module("orchestrator.verify")
     with head_start.held(store.lock(f"build-{build_dir.name}")):

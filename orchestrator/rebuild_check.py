@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 from orchestrator.build_step import run_builder
-from orchestrator.builders.context import build_dir_key
+from orchestrator.builders.context import build_tree_of
 from orchestrator.console import console
 from orchestrator.errors import CheckFailed
 from orchestrator.fs import remove_tree
@@ -137,7 +137,7 @@ def rebuild_and_compare(settings: Settings, store: Store, plan: Plan, artifact: 
             run_builder(settings, store, plan, toolchain, work / "build", stage, "off")
             diffs = compare(stored.files, stage, artifact)
     else:
-        build_dir = store.build_dir / build_dir_key(plan, toolchain)
+        build_dir = build_tree_of(store, plan, toolchain)
         with store.lock(f"build-{build_dir.name}"), store.staging(f"rebuild-{plan.name}") as stage:
             remove_tree(build_dir)
             console.print(f"rebuild: clean build of {plan.name} in {build_dir}")

@@ -122,13 +122,18 @@ def toolchain_hash(lock: Lock) -> str:
     return lock.digest()[:32]
 
 
+def toolchain_root(store: Store, lock: Lock) -> Path:
+    """Where `lock`'s toolchain is materialized in `store` (named only: nothing checked)."""
+    return store.toolchains_dir / toolchain_hash(lock)
+
+
 def verify_toolchain_full(store: Store, lock: Lock) -> Path:
     """The full toolchain check (`doit verify toolchain=1`, check=1): the machine against the
     lock with every pinned file re-hashed, then every file of the materialized toolchain
     re-hashed against its manifest. UserError (drift, exit 2) or CheckFailed (not
     materialized / no manifest, exit 1). Returns the toolchain's root."""
     check_machine(lock)
-    root = store.toolchains_dir / toolchain_hash(lock)
+    root = toolchain_root(store, lock)
     if not root.is_dir():
         raise UserError(f"toolchain {lock.name} is not materialized in {root.parent}; "
                         f"run `doit toolchain lock={lock.name}`")
@@ -257,7 +262,7 @@ def linked_toolchain(store: Store, lock: Lock) -> Toolchain:
     files are not lstat()ed. Every command that runs a program from it does that
     (ensure_toolchain: a build, check=1, `doit verify`, `doit vscode`, the bot's smoke tests);
     `doit verify toolchain=1` re-hashes them."""
-    final = store.toolchains_dir / toolchain_hash(lock)
+    final = toolchain_root(store, lock)
     if not isinstance(lock.entries.get("python"), PythonEntry) \
             or not (final / TOOLCHAIN_JSON).is_file():
         return ensure_toolchain(store, lock)
@@ -272,7 +277,7 @@ def ensure_toolchain(store: Store, lock: Lock, substituter: Substituter | None =
     if not isinstance(py, PythonEntry):
         raise UserError(f"lock {lock.name!r} has no python entry; run `doit lock`")
     check_interpreter(lock)
-    final = store.toolchains_dir / toolchain_hash(lock)
+    final = toolchain_root(store, lock)
     if (final / TOOLCHAIN_JSON).is_file():
         check_toolchain(final)
         return Toolchain(final, lock)

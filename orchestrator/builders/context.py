@@ -10,6 +10,7 @@ from typing import Protocol
 from orchestrator.builders.compile_cache.kind import OFF, CompileCache
 from orchestrator.logical_paths import LOGICAL_BUILD_ROOT, LOGICAL_SRC_ROOT
 from orchestrator.plan import Plan
+from orchestrator.store import Store
 from orchestrator.toolchain import Toolchain
 
 
@@ -25,6 +26,9 @@ class BuildContext:
     log: Path
     compile_cache: CompileCache = field(default=OFF)
     keep_going: bool = False  # ninja -k 0: report every failing object, not only the first
+    # Staged path ("meta/...") -> the build-tree or source file it is a plain copy of
+    # (shutil.copy2): build_step gives it the committed inode when that file is unchanged.
+    copies: dict[str, Path] = field(default_factory=dict)
 
     @property
     def prefix(self) -> Path:
@@ -72,3 +76,8 @@ def build_dir_key(plan: Plan, toolchain: Toolchain) -> str:
     src = plan.source.extra.get("build_key") or plan.source_dir
     where = hashlib.sha256(f"{src}\0{toolchain.root}".encode()).hexdigest()[:8]
     return f"{plan.recipe.name}-{plan.variant_name}-{where}"
+
+
+def build_tree_of(store: Store, plan: Plan, toolchain: Toolchain) -> Path:
+    """The one build tree of this plan with this toolchain: <store>/build/<build_dir_key>."""
+    return store.build_dir / build_dir_key(plan, toolchain)

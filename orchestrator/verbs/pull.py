@@ -14,7 +14,7 @@ from orchestrator.lock.files import load_lock
 from orchestrator.machine_check import check_interpreter
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from orchestrator.toolchain import TOOLCHAIN_JSON, toolchain_hash
+from orchestrator.toolchain import TOOLCHAIN_JSON, toolchain_root
 from orchestrator.verbs.output import emit
 from orchestrator.verbs.toolchain import toolchain_lock_name
 
@@ -55,7 +55,7 @@ def pull_toolchain_verb(settings: Settings, store: Store) -> dict[str, Any]:
     name = toolchain_lock_name(settings)
     lock = load_lock(settings.locks_dir, name)
     check_interpreter(lock)
-    final = store.toolchains_dir / toolchain_hash(lock)
+    final = toolchain_root(store, lock)
     config = load_config(settings.repo_root)
     if (final / TOOLCHAIN_JSON).is_file():
         console.print(f"toolchain {final.name} is already in the store")

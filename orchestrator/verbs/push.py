@@ -15,7 +15,7 @@ from orchestrator.errors import UserError
 from orchestrator.lock.files import load_lock
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from orchestrator.toolchain import TOOLCHAIN_JSON, toolchain_hash
+from orchestrator.toolchain import TOOLCHAIN_JSON, toolchain_root
 from orchestrator.verbs.output import emit
 from orchestrator.verbs.toolchain import toolchain_lock_name
 
@@ -60,7 +60,7 @@ def push_toolchain_verb(settings: Settings, config: CacheConfig, key: SecretKey)
 
     name = toolchain_lock_name(settings)
     lock = load_lock(settings.locks_dir, name)
-    root = Store(settings.store_root).toolchains_dir / toolchain_hash(lock)
+    root = toolchain_root(Store(settings.store_root), lock)
     if not (root / TOOLCHAIN_JSON).is_file():
         raise UserError(f"the toolchain of lock {name} is not in {root.parent}; run "
                         f"`doit toolchain lock={name}` first")
