@@ -11,7 +11,9 @@ local ccache: no sccache server, no remote, no distcc). The tree keeps what that
 memo names the tree.
 
 It holds the build tree's lock from the start, so no other build runs in that tree meanwhile,
-and `realise.build` takes the same lock object (`held`). `cmake_steps.compile_` adopts it
+and `realise.build` takes the same lock object (`held`); so it does every other lock the
+builder named in the spec (PyTorch's: its checkout's source lock, since its codegen writes
+into the checkout). `cmake_steps.compile_` adopts it
 (`adopting`) only when its argv and environment are the ones ninja would be run with now;
 anything else — a configure step to run first, another build tree, an artifact found
 present, a drifted toolchain, an error — stops it and deletes the outputs it built (the
@@ -49,7 +51,7 @@ class Started:
     env: dict[str, str]
     before: int                   # .ninja_log's size when ninja started
     step: Step
-    lock: Any                     # the build tree's FileLock, held by this head start
+    locks: list[Any]              # the build tree's FileLock, then the spec's others: held
     lines: queue.Queue[str | None]
     t0: float                     # time.monotonic() when ninja started
     taken: bool = False
@@ -65,12 +67,15 @@ stopped_unadopted = False   # `adopting` stopped a head start of another ninja (
 
 
 def note(build_dir: Path, argv: list[str], env: dict[str, str], programs: list[Path],
-         stats_log: Path | None) -> None:
+         stats_log: Path | None, locks: tuple[Path, ...] = ()) -> None:
     """This build's ninja may be started ahead next time: kept in its tree (SPEC), which the
-    memo of any command that plans this tree names."""
+    memo of any command that plans this tree names. `locks`: lock files of the store's
+    locks/ the builder holds around ninja besides the build tree's (a head start takes them
+    too, in this order, after the tree's)."""
     sigs = [[str(p), stat_sig(str(p))] for p in programs]
     spec = {"build_dir": str(build_dir), "argv": argv, "env": env, "programs": sigs,
-            "stats_log": None if stats_log is None else str(stats_log)}
+            "stats_log": None if stats_log is None else str(stats_log),
+            "locks": [str(p) for p in locks]}
     with contextlib.suppress(OSError):
         if any(sig is None for _, sig in sigs):
             (build_dir / SPEC).unlink(missing_ok=True)
@@ -93,9 +98,9 @@ def spec_in(tree: Path) -> Any:
         return None
 
 
-def _valid(spec: Any, build_root: Path, want: Path) -> bool:
-    """A spec of the shape `note` writes, naming a tree of this store, whose programs are as
-    they were."""
+def _valid(spec: Any, build_root: Path, want: Path, locks_dir: Path) -> bool:
+    """A spec of the shape `note` writes, naming a tree of this store and locks of its
+    locks/, whose programs are as they were."""
     if not isinstance(spec, dict):
         return False
     argv, env, programs = spec.get("argv"), spec.get("env"), spec.get("programs")
@@ -114,6 +119,11 @@ def _valid(spec: Any, build_root: Path, want: Path) -> bool:
         return False
     if [p for p, _ in programs][:1] != argv[:1]:
         return False  # the first program is the one run
+    locks = spec.get("locks", [])
+    if not isinstance(locks, list) or not all(
+            isinstance(p, str) and Path(p).parent == locks_dir and p.endswith(".lock")
+            and Path(p).name != f"build-{tree.name}.lock" for p in locks):
+        return False
     return all(isinstance(p, str) and stat_sig(p) == sig for p, sig in programs)
 
 
@@ -122,15 +132,19 @@ def start(tree: Path, build_root: Path, locks_dir: Path) -> bool:
     (False: not started)."""
     global _started
     spec = spec_in(tree)
-    if _started is not None or not _valid(spec, build_root, tree):
+    if _started is not None or not _valid(spec, build_root, tree, locks_dir):
         return False
     from filelock import FileLock, Timeout
 
-    lock = FileLock(str(locks_dir / f"build-{tree.name}.lock"), timeout=0)  # as realise.build
-    try:
-        lock.acquire()
-    except (Timeout, OSError):
-        return False  # another build is in this tree: the full command waits for it
+    held: list[Any] = []
+    for path in [str(locks_dir / f"build-{tree.name}.lock"), *spec.get("locks", [])]:
+        lock = FileLock(path, timeout=0)  # the objects realise.build and the builder re-enter
+        try:
+            lock.acquire()
+        except (Timeout, OSError):
+            _release(held)
+            return False  # another build holds it: the full command waits for it
+        held.append(lock)
     env = {k: v for k, v in spec["env"].items() if k not in FROM_CALLER}
     env.update({k: os.environ[k] for k in FROM_CALLER if k in os.environ})
     try:
@@ -141,7 +155,7 @@ def start(tree: Path, build_root: Path, locks_dir: Path) -> bool:
         t0 = time.monotonic()
         step = spawn(spec["argv"], env)
     except OSError:
-        lock.release()
+        _release(held)
         return False
     lines: queue.Queue[str | None] = queue.Queue()
 
@@ -152,7 +166,7 @@ def start(tree: Path, build_root: Path, locks_dir: Path) -> bool:
         lines.put(None)
 
     threading.Thread(target=pump, name="head-start", daemon=True).start()
-    _started = Started(tree, list(spec["argv"]), env, before, step, lock, lines, t0)
+    _started = Started(tree, list(spec["argv"]), env, before, step, held, lines, t0)
     atexit.register(stop)
     return True
 
@@ -164,9 +178,16 @@ def running_in(build_dir: Path) -> bool:
 def held(lock: Any) -> Any:
     """The head start's lock object when `lock` is the same file (re-entered, not taken
     twice: a second lock on the same file would wait for the first), else `lock`."""
-    if _started is not None and _started.lock.lock_file == lock.lock_file:
-        return _started.lock
+    if _started is not None:
+        for mine in _started.locks:
+            if mine.lock_file == lock.lock_file:
+                return mine
     return lock
+
+
+def _release(locks: list[Any]) -> None:
+    for lock in reversed(locks):
+        lock.release()
 
 
 @contextlib.contextmanager
@@ -189,7 +210,7 @@ def adopting(argv: list[str], env: dict[str, str]) -> Iterator[Started | None]:
         yield s
     finally:
         _started = None
-        s.lock.release()
+        _release(s.locks)
 
 
 def stop() -> None:
@@ -204,7 +225,7 @@ def stop() -> None:
         s.step.release()
         discard_built(s.build_dir, s.before)
     finally:
-        s.lock.release()
+        _release(s.locks)
 
 
 def discard_built(build_dir: Path, offset: int) -> None:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from conftest import run_doit
 from orchestrator import head_start
@@ -215,6 +215,12 @@ def hostile_specs(build: Path, tree: Path) -> dict[str, object]:
         "build_dir missing": {k: v for k, v in good.items() if k != "build_dir"},
         "tree without build.ninja": bent(build_dir=str(build / "gone"),
                                          argv=[NINJA, "-C", str(build / "gone"), "-j", "1"]),
+        "locks not a list": bent(locks="pytorch-source-x.lock"),
+        "a lock outside the store's locks/": bent(locks=[str(other / "x.lock")]),
+        "a lock not a string": bent(locks=[1]),
+        "a lock file not named .lock": bent(locks=[str(build.parent / "locks" / "x.json")]),
+        "the tree's own lock again": bent(
+            locks=[str(build.parent / "locks" / f"build-{tree.name}.lock")]),
     }
 
 
@@ -242,6 +248,55 @@ def test_a_tree_another_build_holds_gets_no_head_start(tmp_path: Path,
         spec_of(tree)
         assert not head_start.start(tree, build, tmp_path / "locks")
         assert not (tree / "out.txt").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_head_start_holds_the_locks_its_builder_named(tmp_path: Path,
+                                                         clean_head_start) -> None:
+    """PyTorch's builder also holds its checkout's source lock around ninja (codegen writes
+    into the checkout): a head start takes it too, realise and the builder re-enter it, and
+    adoption releases every lock."""
+    build, tree = ninja_tree(tmp_path)
+    locks = tmp_path / "locks"
+    source = locks / "pytorch-source-0123456789abcdef.lock"
+    spec = {**spec_of(tree), "locks": [str(source)]}
+    (tree / head_start.SPEC).write_text(json.dumps(spec))
+    assert head_start.start(tree, build, locks)
+    theirs = FileLock(str(source))
+    assert head_start.held(theirs) is not theirs
+    with pytest.raises(Timeout):  # no one else can take it now
+        FileLock(str(source), timeout=0).acquire()
+    env = {**spec["env"], **{k: os.environ[k] for k in head_start.FROM_CALLER if k in os.environ}}
+    with head_start.held(theirs):
+        with head_start.adopting(spec["argv"], env) as ahead:
+            assert ahead is not None
+            "".join(ahead.output())
+            ahead.step.proc.wait()
+            ahead.step.release()
+    for path in (source, locks / f"build-{tree.name}.lock"):
+        FileLock(str(path), timeout=0).acquire()
+
+
+def test_a_named_lock_another_build_holds_means_no_head_start(tmp_path: Path,
+                                                             clean_head_start) -> None:
+    """The checkout's source lock is held elsewhere (a build of another variant in the same
+    checkout): nothing starts, and the tree's lock it took first is let go."""
+    build, tree = ninja_tree(tmp_path)
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    source = locks / "pytorch-source-0123456789abcdef.lock"
+    (tree / head_start.SPEC).write_text(json.dumps({**spec_of(tree), "locks": [str(source)]}))
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from filelock import FileLock; l = FileLock(sys.argv[1]); "
+        "l.acquire(); print('held', flush=True); time.sleep(60)"), str(source)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        assert not head_start.start(tree, build, locks)
+        assert not head_start.running_in(tree) and not (tree / "out.txt").exists()
+        FileLock(str(locks / f"build-{tree.name}.lock"), timeout=0).acquire()
     finally:
         holder.kill()
         holder.wait()

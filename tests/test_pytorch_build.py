@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from elftools.elf.elffile import ELFFile
+from filelock import FileLock
 
 from conftest import REPO, copy_project, run_doit
 from orchestrator.errors import UserError
@@ -253,7 +254,16 @@ def test_checkout_switch_rollback_and_one_file_rebuild(world):
     # Dirty tree: one c10 .cpp changed → new identity, only that object and the link rerun.
     cpp = co / "c10/util/Exception.cpp"
     cpp.write_text(cpp.read_text() + "\nnamespace c10 { C10_API int orch_probe() { return 42; } }\n")
-    dirty = build(world, "variant=relwithdebinfo", f"source={co}")
+    res = doit(world, "build", "format=json", *C10, "variant=relwithdebinfo", f"source={co}")
+    assert res.returncode == 0, res.output[-4000:]
+    # The same command ran before (its plan memo) in this tree (its last ninja): that ninja
+    # started before the planner, holding the tree's and the checkout's locks, and the
+    # plan adopted it (head_start.py).
+    assert "started ahead of the plan (head start)" in res.stderr, res.output[-3000:]
+    locks = world["store"] / "locks"
+    for lock in (*locks.glob("pytorch-source-*.lock"), *locks.glob("build-pytorch-*.lock")):
+        FileLock(str(lock), timeout=0).acquire()  # all let go
+    dirty = json.loads(res.stdout.strip().splitlines()[-1])
     assert dirty["origin"] == "built" and dirty["id"] != rel["id"]
     log = Path(dirty["path"]) / "meta/build.log"
     steps = ninja_steps(log)

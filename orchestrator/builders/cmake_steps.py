@@ -99,13 +99,14 @@ def configure(ctx: BuildContext, env: dict[str, str] | None = None,
 
 
 def compile_(ctx: BuildContext, env: dict[str, str] | None = None,
-             may_head_start: bool = False) -> None:
+             may_head_start: bool = False, locks: tuple[Path, ...] = ()) -> None:
     """ninja in the build tree; meta/ninja_log gets this build's steps only (the tree's
     .ninja_log is cumulative: we keep what ninja appended during this run).
 
-    may_head_start: the builder runs nothing between configure and ninja, so the next build
-    of this command may start this ninja ahead of the planner (head_start.py); it is adopted
-    here when it is this very ninja."""
+    may_head_start: the builder runs nothing between configure and ninja that writes, so the
+    next build of this command may start this ninja ahead of the planner (head_start.py),
+    holding `locks` (the lock files the builder holds around ninja, besides the tree's); it
+    is adopted here when it is this very ninja."""
     keep_going = ["-k", "0"] if ctx.keep_going else []
     log = ctx.build_dir / ".ninja_log"
     argv = [str(a) for a in (ctx.toolchain.ninja, "-C", ctx.build_dir, "-j", str(ctx.jobs),
@@ -116,7 +117,7 @@ def compile_(ctx: BuildContext, env: dict[str, str] | None = None,
             ctx.toolchain.ninja, ctx.toolchain.cc, ctx.toolchain.cxx,
             *([ctx.compile_cache.binary] if ctx.compile_cache.enabled and ctx.compile_cache.binary
               else []), ctx.toolchain.root / TOOLCHAIN_JSON],
-            ctx.build_dir / STATS_LOG if ctx.compile_cache.enabled else None)
+            ctx.build_dir / STATS_LOG if ctx.compile_cache.enabled else None, locks)
     elif may_head_start:
         head_start.forget(ctx.build_dir)
     with head_start.adopting(argv, run_env) as ahead:
@@ -164,4 +165,5 @@ def collect_meta(ctx: BuildContext) -> None:
         src = ctx.build_dir / name
         if src.is_file():
             shutil.copy2(src, ctx.meta / dest)
+            ctx.copies[f"meta/{dest}"] = src
 

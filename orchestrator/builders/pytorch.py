@@ -10,6 +10,10 @@ torch/csrc/stub.c against libtorch_python as setup.py does.
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from orchestrator import head_start
 from orchestrator.builders.cmake_steps import collect_meta, compile_, configure, install
 from orchestrator.builders.context import BuildContext
 from orchestrator.builders.pytorch_defines import (build_env, options_of, python_facts,
@@ -29,36 +33,44 @@ class PyTorchBuilder:
         opts = options_of(ctx)
         driver = detect_driver(ctx.source_dir)
         env = build_env(ctx, opts)
-        py = python_facts(ctx.toolchain.python)
+        py = python_facts(ctx.toolchain.python, ctx.build_dir)
         # A checkout is configured through <build tree>/.orch-src, so its compile lines are the
         # same for every checkout path and the compile cache hits across them (a pinned tree's
         # copy is inside the build tree already).
         linked = builds_in_place(ctx)
         defines = pytorch_defines(ctx, opts, env, driver, py, linked_source=linked)
+        abi = cxx11_abi(ctx, defines, env)  # before ninja: a head start's ninja runs meanwhile
         ctx.build_dir.mkdir(parents=True, exist_ok=True)
         targets = ctx.plan.variant.targets
         extensions: list[str] = []
-        with source_lock(ctx):
+        lock = source_lock(ctx)
+        with head_start.held(lock):
             configured = configure(ctx, env, defines, file_api=True, linked_source=linked)
             dirs = target_dirs(ctx.build_dir, targets) if targets else []  # unknown name: exit 2
-            compile_(ctx, env)
+            # A checkout's next edit may start this ninja ahead of the planner (a pinned
+            # tree's copy is made again for a new identity: its ninja is never started early).
+            compile_(ctx, env, may_head_start=linked, locks=(Path(lock.lock_file),))
             ctx.prefix.mkdir(parents=True, exist_ok=True)
-            if targets:
-                install_targets(ctx, env, dirs)
-            else:
-                install(ctx, env)
-                if opts.python_extension:
-                    extensions = build_extensions(ctx, env, py, defines["CMAKE_BUILD_TYPE"])
-                    copy_python_package(ctx)
-            collect_meta(ctx)
-            link_compile_commands_into_meta(ctx)
-            generated = collect_generated(ctx)
+            # meta/'s generated sources (tens of MB) are copied while the install runs: the
+            # two read the finished tree and write apart (meta/, prefix/).
+            with ThreadPoolExecutor(1, thread_name_prefix="meta") as pool:
+                copying = pool.submit(collect_generated, ctx)
+                if targets:
+                    install_targets(ctx, env, dirs)
+                else:
+                    install(ctx, env)
+                    if opts.python_extension:
+                        extensions = build_extensions(ctx, env, py, defines["CMAKE_BUILD_TYPE"])
+                        copy_python_package(ctx)
+                collect_meta(ctx)
+                link_compile_commands_into_meta(ctx)
+                generated = copying.result()
         cache = ctx.build_dir / "CMakeCache.txt"
         info = {
             "driver": driver,
             "configured_now": configured,
             "build_type": cache_value(cache, "CMAKE_BUILD_TYPE"),
-            "glibcxx_use_cxx11_abi": cxx11_abi(ctx, defines, env),
+            "glibcxx_use_cxx11_abi": abi,
             "torch_version": defines["TORCH_BUILD_VERSION"],
             "targets": targets,
             "defines": defines,
