@@ -41,14 +41,17 @@ def run_builder(settings: Settings, store: Store, plan: Plan, toolchain: Toolcha
         launcher.report_build(cc, build_dir)  # the summary's hits/misses line
     finally:
         launcher.end_build(cc)  # sccache: its server stops with the build
-    reuse_installed(store, stage, build_dir)
+    reuse_installed(store, stage, build_dir, used.copies)
     return used
 
 
-def reuse_installed(store: Store, stage: Path, build_dir: Path) -> None:
+def reuse_installed(store: Store, stage: Path, build_dir: Path,
+                    copies: dict[str, Path]) -> None:
     """Staged copies of unchanged build-tree or source files get their committed inodes
-    (Store.reuse_unchanged). Only for trees CMake configured and installed: the configure
-    stamp (the digest of cmake's arguments) and the install scripts are the epoch."""
+    (Store.reuse_unchanged): what the install copied (the install scripts say which file
+    each is) and what the builder copied into meta/ (`copies`). Only for trees CMake
+    configured and installed: the configure stamp (the digest of cmake's arguments) and
+    the install scripts are the epoch."""
     try:
         stamp = (build_dir / CONFIGURE_STAMP).read_text()
     except OSError:
@@ -58,6 +61,8 @@ def reuse_installed(store: Store, stage: Path, build_dir: Path) -> None:
         return
 
     def source_of(rel: str) -> Path | None:
-        return installed.source_of(rel[len("prefix/"):]) if rel.startswith("prefix/") else None
+        if rel.startswith("prefix/"):
+            return installed.source_of(rel[len("prefix/"):])
+        return copies.get(rel)
 
     store.reuse_unchanged(stage, build_dir, digest_of([stamp, scripts]), source_of)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from orchestrator.builders import pytorch_defines
 from orchestrator.builders.pytorch_defines import build_type_from_env, defines_from_env
 from orchestrator.errors import UserError
 from orchestrator.lock.files import load_lock
@@ -120,3 +122,34 @@ def test_patches_of_the_recipe_exist_and_are_ordered():
     assert {o.archive_dir.split("/")[1].split("-")[0] for o in recipe.source.overlays
             if o.archive_dir} == {"kineto", "pocketfft"}
     assert shutil.which("patch") and shutil.which("tar")
+
+
+def test_python_facts_are_asked_once_per_build_tree_and_interpreter(tmp_path, monkeypatch):
+    """The interpreter's include dir, extension suffix and numpy include are asked once and
+    kept in the build tree under the stat of the interpreter and its site-packages: the
+    next incremental build runs no interpreter, and a package installed in it asks again."""
+    venv = tmp_path / "venv"
+    subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(venv)], check=True)
+    python, tree = venv / "bin" / "python", tmp_path / "build"
+    real_run, runs = subprocess.run, []
+
+    def counting(*args, **kwargs):
+        runs.append(args[0])
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(pytorch_defines.subprocess, "run", counting)
+    facts = pytorch_defines.python_facts(python, tree)
+    assert Path(facts["include"], "Python.h").is_file()
+    assert facts["ext_suffix"].endswith(".so") and facts["numpy_include"] == ""  # no numpy
+    assert facts["purelib"].startswith(str(venv)) and len(runs) == 1
+    assert pytorch_defines.python_facts(python, tree) == facts and len(runs) == 1  # kept
+    # A package installed into the venv (its site-packages changes): asked again.
+    site = next(venv.glob("lib/python3*/site-packages"))
+    (site / "numpy").mkdir()
+    (site / "numpy" / "__init__.py").write_text("def get_include():\n    return '/np/inc'\n")
+    assert pytorch_defines.python_facts(python, tree)["numpy_include"] == "/np/inc"
+    assert len(runs) == 2
+    # A kept file of another shape is not believed.
+    (tree / pytorch_defines.PYTHON_FACTS).write_text('{"key": [], "facts": {"include": 1}}')
+    assert pytorch_defines.python_facts(python, tree)["numpy_include"] == "/np/inc"
+    assert len(runs) == 3

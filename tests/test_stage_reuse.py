@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from orchestrator import hashing
+from orchestrator.builders import install_map
 from orchestrator.hashing import sha256_file
+from orchestrator.read_trace import stat_sig
 from orchestrator.realise import realise
 from orchestrator.settings import Settings
 from orchestrator.store import STAGE_RECORD, Store
@@ -59,6 +61,8 @@ def test_an_edited_cpp_rehashes_only_what_changed(project, store, build):
     assert second != first
     assert "prefix/lib/libdemo_ops.so" in read       # ninja relinked it
     assert not read & set(UNCHANGED), read           # copies of unchanged files: not read
+    # ... nor the build tree's files the builder copied into meta/ (BuildContext.copies)
+    assert not read & {"meta/CMakeCache.txt", "meta/compile_commands.json"}, read
     for rel in UNCHANGED:                            # the same committed inode
         assert (second / rel).stat().st_ino == (first / rel).stat().st_ino
     manifest_matches_content(second)
@@ -93,3 +97,48 @@ def test_a_tampered_record_links_nothing(project, store, build):
     assert (art / "prefix/include/demo/core.h").read_bytes() == \
         (project / "recipes/demo/core/core.h").read_bytes()
     manifest_matches_content(art)
+
+
+SCRIPT = """# generated
+file(INSTALL DESTINATION "${{CMAKE_INSTALL_PREFIX}}/include" TYPE FILE FILES "{src}/a.h")
+include("{sub}/cmake_install.cmake")
+"""
+
+
+def test_the_install_map_is_kept_until_a_script_it_was_read_from_changes(tmp_path, monkeypatch):
+    """install_sources keeps its map in the tree under every script's stat (and the stat of
+    an include that was missing): the same scripts are not parsed again; any change is."""
+    tree, src = tmp_path / "build", tmp_path / "src"
+    (tree / "sub").mkdir(parents=True)
+    src.mkdir()
+    (tree / install_map.SCRIPT).write_text(SCRIPT.format(src=src, sub=tree / "sub"))
+    digest, found = install_map.install_sources(tree)
+    assert found.source_of("include/a.h") == src / "a.h"
+    assert (tree / install_map.MAP_CACHE).is_file()
+
+    def parse(text: str) -> list:
+        raise AssertionError("parsed again")
+
+    with monkeypatch.context() as m:
+        m.setattr(install_map, "_install_calls", parse)
+        again, kept = install_map.install_sources(tree)
+    assert again == digest and kept.source_of("include/a.h") == src / "a.h"
+    # The include that was missing appears: read again, its rule counts.
+    (tree / "sub" / install_map.SCRIPT).write_text(
+        f'file(INSTALL DESTINATION "${{CMAKE_INSTALL_PREFIX}}/lib" TYPE FILE FILES "{src}/b.so")\n')
+    digest2, found2 = install_map.install_sources(tree)
+    assert digest2 != digest and found2.source_of("lib/b.so") == src / "b.so"
+    # A script rewritten (same size, new content): read again.
+    top = tree / install_map.SCRIPT
+    top.write_text(top.read_text().replace("a.h", "c.h"))
+    _, found3 = install_map.install_sources(tree)
+    assert found3.source_of("include/c.h") == src / "c.h" and found3.source_of("include/a.h") is None
+    # A kept map of the wrong shape is not believed: parsed again, no error.
+    for bad in ("{not json", '{"scripts": [], "digest": "x", "files": {}, "dirs": []}',
+                json.dumps({"scripts": [[str(top), stat_sig(str(top))]], "digest": "x",
+                            "files": [], "dirs": 0}),
+                json.dumps({"scripts": [[str(top), stat_sig(str(top))]], "digest": "x",
+                            "files": {"include/c.h": 7}, "dirs": []})):
+        (tree / install_map.MAP_CACHE).write_text(bad)
+        _, found4 = install_map.install_sources(tree)
+        assert found4.source_of("include/c.h") == src / "c.h", bad

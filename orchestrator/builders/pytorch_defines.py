@@ -2,6 +2,7 @@
 pass to CMake: the environment it reads, the -D defines it derives, TORCH_BUILD_VERSION."""
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import tomllib
@@ -11,7 +12,9 @@ from orchestrator.builders.cmake_steps import define_value
 from orchestrator.builders.compile_cache.source_link import SOURCE_LINK, source_link_flags
 from orchestrator.builders.context import BuildContext
 from orchestrator.errors import UserError
+from orchestrator.fs import write_atomic
 from orchestrator.model.pytorch_options import PyTorchOptions
+from orchestrator.read_trace import stat_sig
 from orchestrator.sources.tree_version import tree_version
 
 TRUE_FLAGS = ("ON", "1", "YES", "TRUE", "Y")
@@ -125,15 +128,38 @@ def torch_version(ctx: BuildContext, opts: PyTorchOptions) -> str:
     return f"{version}+git{rev[:7]}" if rev else version
 
 
-def python_facts(python: Path) -> dict[str, str]:
-    code = ("import json,sysconfig;print(json.dumps({'include':sysconfig.get_path('include'),"
-            "'purelib':sysconfig.get_path('purelib'),'ext_suffix':sysconfig.get_config_var('EXT_SUFFIX')}))")
-    out = json.loads(subprocess.run([str(python), "-c", code], capture_output=True, text=True,
-                                    check=True).stdout)
-    res = subprocess.run([str(python), "-c", "import numpy;print(numpy.get_include())"],
-                         capture_output=True, text=True)
-    out["numpy_include"] = res.stdout.strip() if res.returncode == 0 else ""
-    return out
+PYTHON_FACTS = ".orch-python-facts.json"  # in the build tree, under the interpreter's stat
+_FACTS_CODE = """import json, sysconfig
+try:
+    import numpy
+    numpy_include = numpy.get_include()
+except Exception:
+    numpy_include = ""
+print(json.dumps({"include": sysconfig.get_path("include"),
+                  "purelib": sysconfig.get_path("purelib"),
+                  "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX"),
+                  "numpy_include": numpy_include}))
+"""
+
+
+def python_facts(python: Path, build_dir: Path) -> dict[str, str]:
+    """The toolchain interpreter's include/purelib dirs, extension suffix and numpy's include
+    dir (empty without numpy). Asked once per build tree and kept there (PYTHON_FACTS) under
+    the stat of the interpreter and of its venv's site-packages: asking costs 0.2-0.35 s."""
+    purelib_dirs = sorted(str(p) for p in python.parent.parent.glob("lib/python3*/site-packages"))
+    key = [[p, stat_sig(p)] for p in (str(python), *purelib_dirs)]
+    kept = build_dir / PYTHON_FACTS
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        data = json.loads(kept.read_bytes())
+        if data["key"] == key and all(isinstance(v, str) for v in data["facts"].values()):
+            return dict(data["facts"])
+    out = json.loads(subprocess.run([str(python), "-c", _FACTS_CODE], capture_output=True,
+                                    text=True, check=True).stdout)
+    facts = {k: str(out[k] or "") for k in ("include", "purelib", "ext_suffix", "numpy_include")}
+    with contextlib.suppress(OSError):
+        build_dir.mkdir(parents=True, exist_ok=True)
+        write_atomic(kept, json.dumps({"key": key, "facts": facts}), durable=False)
+    return facts
 
 
 def pytorch_defines(ctx: BuildContext, opts: PyTorchOptions, env: dict[str, str],

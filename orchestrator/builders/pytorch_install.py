@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 from orchestrator.builders.cmake_file_api import FileApiReply
+from orchestrator.builders.cmake_steps import cmake_program
 from orchestrator.builders.context import BuildContext
 from orchestrator.builders.process import run_logged
 from orchestrator.errors import UserError
@@ -46,7 +47,7 @@ def install_targets(ctx: BuildContext, env: dict[str, str], dirs: list[str]) -> 
     """Partial build: run the install rules of the targets' directories (RPATH fixed up)."""
     for d in dirs:
         script = ctx.build_dir / d / "cmake_install.cmake"
-        run_logged([ctx.toolchain.cmake, f"-DCMAKE_INSTALL_PREFIX={ctx.prefix}", "-P", script],
+        run_logged([cmake_program(ctx), f"-DCMAKE_INSTALL_PREFIX={ctx.prefix}", "-P", script],
                    env=env, log=ctx.log, title=f"install {d}")
 
 

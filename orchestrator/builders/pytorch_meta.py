@@ -39,6 +39,7 @@ def collect_generated(ctx: BuildContext) -> list[str]:
                 dest = ctx.meta / rel
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(f, dest)
+                ctx.copies[f"meta/{rel}"] = f
                 kept.append(rel)
     return kept
 
@@ -64,12 +65,17 @@ def cxx11_abi(ctx: BuildContext, defines: dict[str, str], env: dict[str, str]) -
 
 
 def link_compile_commands_into_meta(ctx: BuildContext) -> None:
-    """setup.py merges build/*compile_commands.json into one file; we keep the merged one."""
+    """setup.py merges build/*compile_commands.json into one file; we keep the merged one
+    (CMake's own, which collect_meta copied, when it is the only one)."""
     files = sorted(ctx.build_dir.glob("*compile_commands.json"))
+    if [f.name for f in files] == ["compile_commands.json"] \
+            and (ctx.meta / "compile_commands.json").is_file():
+        return
     entries: list[Any] = []
     for f in files:
         entries += json.loads(f.read_text())
     if entries:
+        ctx.copies.pop("meta/compile_commands.json", None)  # merged: not a copy
         (ctx.meta / "compile_commands.json").write_text(json.dumps(entries, indent=1))
 
 
