@@ -10,10 +10,11 @@ from typing import Any
 def _abi() -> tuple[Any, Any, Any]:
     """(ctypes, __cxa_demangle, free), bound once."""
     import ctypes
-    import ctypes.util
 
-    lib = ctypes.CDLL(ctypes.util.find_library("stdc++") or "libstdc++.so.6")
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    # By soname, as the dynamic loader finds them (ctypes.util.find_library would run
+    # `ldconfig -p` once for each: two forks of this process per verify).
+    lib = ctypes.CDLL("libstdc++.so.6")
+    libc = ctypes.CDLL("libc.so.6")
     fn = lib.__cxa_demangle
     fn.restype = ctypes.c_void_p
     fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]

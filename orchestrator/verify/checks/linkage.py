@@ -129,9 +129,8 @@ def check_required_symbols(st: State) -> list[Finding]:
                                cause=f"{lib} (named in verify.required_symbols) is not in the prefix"))
             continue
         obj = st.resolver.elf(path)
-        names = [demangle(n) for n in obj.defined]
-        for pat in patterns:
-            if not any(fnmatch.fnmatchcase(n, pat) for n in names):
+        for pat in patterns:  # demangled as far as the first match (demangle is cached)
+            if not any(fnmatch.fnmatchcase(demangle(n), pat) for n in obj.defined):
                 out.append(Finding(check="required_symbols", severity="fail", file=rel,
                                    cause=f"{lib} exports no symbol matching {pat!r}",
                                    detail={"pattern": pat}))
