@@ -7,7 +7,8 @@ prints text, parsed here). A row whose script cannot run says why instead of a n
     .venv/bin/python benchmarks/all.py [--quick] [--repeat 3] [--big-gb 1] [--torch DIR]
         [--pytorch-store DIR [--pytorch-checkout DIR --pytorch-checkout-store DIR]]
 
---quick skips the slow ones (time_to_breakpoint, cache_pull).
+--quick skips the slow ones (time_to_breakpoint, cache_pull, the c10 edit loop: its first run
+builds c10, a few minutes; --c10-work DIR keeps that build for the next run).
 """
 from __future__ import annotations
 
@@ -75,6 +76,19 @@ def spine_rows(args: argparse.Namespace) -> list[Row]:
         row("edit 1 .cpp: MB the commit wrote vs artifact MB", d["commit_new_mb"], d["artifact_mb"],
             "only changed files", unit="MB"),
     ]
+
+
+def c10_edit_rows(args: argparse.Namespace) -> list[Row]:
+    """pytorch_c10_edit.py: edit one .cpp of c10 in a git checkout of the pinned tree."""
+    measure = "edit 1 .cpp of c10 (PyTorch checkout): `doit build` vs `ninja` alone"
+    work = ["--work", args.c10_work] if args.c10_work else []
+    out, why = run_script("pytorch_c10_edit.py", "--rounds", str(max(args.repeat, 5)), *work)
+    if out is None:
+        return [skipped(measure, why)]
+    d = last_json(out)
+    extra = d["edit_doit_s"] - d["edit_ninja_s"]
+    return [row(measure, d["edit_doit_s"], d["edit_ninja_s"], "+ <= 0.3 s",
+                extra=f" (+{extra:.2f} s)")]
 
 
 def startup_rows(args: argparse.Namespace) -> list[Row]:
@@ -202,10 +216,11 @@ def main() -> None:
     ap.add_argument("--pytorch-checkout", help="a git checkout of the tree, built with source=")
     ap.add_argument("--pytorch-checkout-store", help="where that checkout's build is")
     ap.add_argument("--pytorch-targets", default="c10", help="targets= of that build")
+    ap.add_argument("--c10-work", help="where pytorch_c10_edit.py keeps its checkout and store")
     args = ap.parse_args()
     parts = [spine_rows, startup_rows, pytorch_noop_rows, verify_rows]
     if not args.quick:
-        parts += [pull_rows, breakpoint_rows]
+        parts += [c10_edit_rows, pull_rows, breakpoint_rows]
     rows = [r for part in parts for r in part(args)]
     load = os.getloadavg()[0]
     table = Table(title=f"benchmarks (median of {args.repeat}; baselines measured in this run; "
