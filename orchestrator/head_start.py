@@ -31,7 +31,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 from orchestrator.fs import write_atomic
 from orchestrator.process_group import Step, spawn
@@ -63,7 +63,6 @@ class Started:
 
 
 _started: Started | None = None
-stopped_unadopted = False   # `adopting` stopped a head start of another ninja (it says so)
 
 
 def note(build_dir: Path, argv: list[str], env: dict[str, str], programs: list[Path],
@@ -190,24 +189,27 @@ def _release(locks: list[Any]) -> None:
         lock.release()
 
 
+class Adoption(NamedTuple):
+    ahead: Started | None   # the head start, now the caller's ninja (None: run your own)
+    stopped: bool           # a head start of another ninja was stopped (the caller says so)
+
+
 @contextlib.contextmanager
-def adopting(argv: list[str], env: dict[str, str]) -> Iterator[Started | None]:
+def adopting(argv: list[str], env: dict[str, str]) -> Iterator[Adoption]:
     """The running head start when it is ninja run as `argv` with `env` (the caller waits
-    for it and reads its output); None otherwise, after stopping any other one."""
-    global _started, stopped_unadopted
+    for it and reads its output); none otherwise, after stopping any other one."""
+    global _started
     s = _started
-    stopped_unadopted = False
     if s is None:
-        yield None
+        yield Adoption(None, False)
         return
     if s.taken or s.argv != argv or s.env != env:
         stop()
-        stopped_unadopted = True
-        yield None
+        yield Adoption(None, True)
         return
     s.taken = True
     try:
-        yield s
+        yield Adoption(s, False)
     finally:
         _started = None
         _release(s.locks)

@@ -137,8 +137,8 @@ def test_an_adopted_head_start_is_its_own_ninja_to_the_end(tmp_path: Path,
     assert head_start.held(lock) is not lock  # realise.build re-enters the held lock
     # the build's environment takes TERM from the caller (Toolchain.build_env): so does this
     env = {**spec["env"], **{k: os.environ[k] for k in head_start.FROM_CALLER if k in os.environ}}
-    with head_start.adopting(spec["argv"], env) as ahead:
-        assert ahead is not None
+    with head_start.adopting(spec["argv"], env) as (ahead, stopped):
+        assert ahead is not None and not stopped
         out = "".join(ahead.output())
         assert ahead.step.proc.wait() == 0
         ahead.step.release()
@@ -158,8 +158,8 @@ def test_a_head_start_not_adopted_is_stopped_and_its_outputs_removed(
     while not (tree / "stamp.txt").read_text() == "two\n":  # let it finish its work
         time.sleep(0.05)
     time.sleep(0.2)
-    with head_start.adopting([*spec["argv"][:-1], "2"], spec["env"]) as ahead:
-        assert ahead is None  # another ninja: this one is stopped first
+    with head_start.adopting([*spec["argv"][:-1], "2"], spec["env"]) as (ahead, stopped):
+        assert ahead is None and stopped  # another ninja: this one is stopped first
     assert not (tree / "out.txt").exists() and not (tree / "stamp.txt").exists()
     assert (tree / "in.txt").exists() and (tree / "build.ninja").exists()
     FileLock(str(tmp_path / "locks" / f"build-{tree.name}.lock"), timeout=0).acquire()
@@ -270,7 +270,7 @@ def test_a_head_start_holds_the_locks_its_builder_named(tmp_path: Path,
         FileLock(str(source), timeout=0).acquire()
     env = {**spec["env"], **{k: os.environ[k] for k in head_start.FROM_CALLER if k in os.environ}}
     with head_start.held(theirs):
-        with head_start.adopting(spec["argv"], env) as ahead:
+        with head_start.adopting(spec["argv"], env) as (ahead, _):
             assert ahead is not None
             "".join(ahead.output())
             ahead.step.proc.wait()

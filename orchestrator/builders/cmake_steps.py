@@ -120,8 +120,8 @@ def compile_(ctx: BuildContext, env: dict[str, str] | None = None,
             ctx.build_dir / STATS_LOG if ctx.compile_cache.enabled else None, locks)
     elif may_head_start:
         head_start.forget(ctx.build_dir)
-    with head_start.adopting(argv, run_env) as ahead:
-        if head_start.stopped_unadopted:
+    with head_start.adopting(argv, run_env) as (ahead, stopped_other):
+        if stopped_other:
             console.print("[dim]head start stopped: the plan runs another ninja (its "
                           "outputs are removed)[/]")
         before = ahead.before if ahead is not None else (log.stat().st_size if log.is_file() else 0)
