@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from elftools.elf.elffile import ELFFile
 
 from orchestrator.verify.checks.cxx_abi import object_abi, symbol_abi
 from orchestrator.verify.demangle import demangle
@@ -199,6 +200,27 @@ def test_dwarf_producer_and_levels(tmp_path):
     assert "-O" not in debug_facts(o0, read_elf(o0)).producers[0]
     assert not debug_facts(nodbg, read_elf(nodbg)).has_debug_info
     assert "-O1" in debug_facts(z, read_elf(z)).producers[0]  # compressed .debug_info
+
+    # A library of several units compiled apart, each with its own flags and a rich
+    # abbreviation table (C++, GCC numbers the unit's abbreviation last): every unit's producer,
+    # as pyelftools reads it.
+    objs = []
+    for i, flags in enumerate((["-O2"], ["-O0"], ["-O3", "-gdwarf-5"], ["-Os", "-gdwarf-4"])):
+        objs.append(cc(tmp_path / "multi" / f"u{i}.o", (
+            f"#include <map>\n#include <string>\nstruct S{i} {{ virtual ~S{i}() = default; "
+            f"std::map<std::string, int> m; }};\nint u{i}(const char* k) {{ S{i} s; "
+            f"s.m[k] = {i}; return s.m.size(); }}\n"), "-c", "-g", *flags, lang="cpp"))
+    multi = tmp_path / "multi" / "libmulti.so"
+    subprocess.run(["g++", "-shared", "-o", str(multi), *map(str, objs)], check=True)
+    with open(multi, "rb") as f:
+        theirs = [cu.get_top_DIE().attributes["DW_AT_producer"].value.decode()
+                  for cu in ELFFile(f).get_dwarf_info().iter_CUs()
+                  if "DW_AT_producer" in cu.get_top_DIE().attributes]
+    ours = debug_facts(multi, read_elf(multi)).producers
+    assert set(ours) == set(theirs) and len(ours) >= 4, (ours, theirs)
+    for obj in objs:
+        obj.unlink()
+    multi.unlink()
 
     def run(build_type: str) -> list[str]:
         cfg = _cfg(tmp_path, search=SearchConfig(), build_type=build_type, variant=build_type.lower())

@@ -114,6 +114,27 @@ _FIXED = {0x0b: 1, 0x05: 2, 0x06: 4, 0x07: 8, 0x0c: 1, 0x11: 1, 0x12: 2, 0x13: 4
           0x1e: 16, 0x19: 0, 0x21: -1}
 
 
+def _skip_abbrev_attrs(abbrev: bytes, a: int) -> int:
+    """Past one abbreviation's (attribute, form) pairs and their 0, 0 end. GCC numbers the
+    compile unit's abbreviation last, so every unit's whole table is walked: one-byte
+    values (nearly all of them) are read without a call."""
+    while True:
+        at = abbrev[a]
+        if at < 0x80:
+            a += 1
+        else:
+            at, a = _uleb(abbrev, a)
+        form = abbrev[a]
+        if form < 0x80:
+            a += 1
+        else:
+            form, a = _uleb(abbrev, a)
+        if form == 0x21:  # implicit_const: its value follows
+            _, a = _uleb(abbrev, a)
+        elif at == 0 and form == 0:
+            return a
+
+
 def _first_die_producer(dinfo, q: int, abbrev: bytes, abbr_off: int, addr_size: int,
                         osz: int, string_at) -> str | None:
     code, q = _uleb(dinfo, q)
@@ -126,13 +147,7 @@ def _first_die_producer(dinfo, q: int, abbrev: bytes, abbr_off: int, addr_size: 
         a += 1  # children flag
         if acode == code:
             break
-        while True:
-            at, a = _uleb(abbrev, a)
-            form, a = _uleb(abbrev, a)
-            if form == 0x21:
-                _, a = _uleb(abbrev, a)
-            if at == 0 and form == 0:
-                break
+        a = _skip_abbrev_attrs(abbrev, a)
     while True:
         at, a = _uleb(abbrev, a)
         form, a = _uleb(abbrev, a)
