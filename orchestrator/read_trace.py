@@ -49,6 +49,9 @@ class Trace:
 
 _active: Trace | None = None
 _hooked = False
+# Results fast_path.redo computed at this command's start, by json.dumps([kind, args]): the
+# plan takes each once instead of computing it again (a checkout's identity: git + hashing).
+_offered: dict[str, Any] = {}
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
@@ -127,9 +130,20 @@ def note_binary(file: str, sig: list[Any] | None) -> None:
         t.bins.setdefault(file, sig)
 
 
+def offer(kind: str, args: list[Any], result: Any) -> None:
+    """`recorded(kind, args, ...)` was just computed again (JSON-shaped, as a trace keeps it)
+    by the fast path of this very command: the plan's call takes it instead (once)."""
+    _offered[json.dumps([kind, args])] = result
+
+
 def recorded(kind: str, args: list[Any], compute: Callable[[], T]) -> T:
     """compute() untraced, noted as a result to compute again (`fast_path.redo(kind, args)`)
-    rather than as the files it read."""
+    rather than as the files it read. A result `offer`ed for the same call is taken instead
+    of computing it."""
+    key = json.dumps([kind, args])
+    if key in _offered:
+        known = _offered.pop(key)
+        compute = lambda: json.loads(json.dumps(known))  # noqa: E731 (a copy: callers may mutate)
     t = _active
     if t is None or t.paused:
         return compute()

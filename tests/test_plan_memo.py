@@ -237,6 +237,53 @@ def test_a_checkout_given_as_source_is_hashed_again_each_time(memo_doit, project
     assert not answered_from_memo(project, store, *args)
 
 
+# Runs doit in this process, as the command line does, counting how often the tree digest of
+# the directory argv[1] is made (the fast path's redo and the planner's source identity).
+DIGESTS_MADE = """
+import json, runpy, sys
+from pathlib import Path
+from orchestrator import hashing
+from orchestrator.sources import path as source_path
+src, real, made = Path(sys.argv.pop(1)), hashing.tree_digest, []
+def counting(root, *args, **kwargs):
+    made.extend([1] if Path(root) == src else [])
+    return real(root, *args, **kwargs)
+hashing.tree_digest = source_path.tree_digest = counting
+sys.argv = ["doit", *sys.argv[1:]]
+code = 0
+try:
+    runpy.run_module("doit", run_name="__main__")
+except SystemExit as e:
+    code = e.code
+print(json.dumps({"exit": code, "made": len(made)}))
+"""
+
+
+def test_the_plan_takes_the_identity_the_fast_path_just_made(memo_doit, project: Path,
+                                                             store: Path, tmp_path: Path) -> None:
+    """A memo that does not hold because the source changed: the fast path made the tree's
+    identity again to find that out, and the planner takes that result (read_trace.offer)
+    instead of hashing the tree a second time."""
+    src = tmp_path / "checkout"
+    shutil.copytree(project / "recipes" / "demo", src)
+    args = ("build", f"source={src}", "substitute=0", "format=json")
+    first = json.loads(memo_doit(*args).stdout)
+    kernel = src / "ops" / "add_kernel.cpp"
+    before = kernel.read_text()
+    kernel.write_text(before + "\n// edited\n")
+    assert json.loads(memo_doit(*args).stdout)["id"] != first["id"]   # memo: the edit
+    kernel.write_text(before)                                          # back: first's tree
+    env = {k: v for k, v in os.environ.items() if k not in ("ORCH_STORE", "MAX_JOBS")}
+    res = subprocess.run([sys.executable, "-c", DIGESTS_MADE, str(src), "-f",
+                          str(project / "dodo.py"), *args, f"store={store}"], cwd=project,
+                         capture_output=True, text=True, timeout=600, env=env)
+    out = res.stdout.strip().splitlines()
+    info, answer = json.loads(out[-1]), json.loads(out[-2])
+    assert info["exit"] in (0, None), res.stderr
+    assert answer["id"] == first["id"] and answer["origin"] == "present", answer
+    assert info["made"] == 1, info   # the fast path's, taken by the planner
+
+
 def test_a_git_checkouts_identity_is_made_again_from_git(tmp_path: Path) -> None:
     """A git-aware checkout identity (source=PATH of an archive recipe: PyTorch) is recorded
     as a call; made again, it follows HEAD, the index and untracked files."""
