@@ -18,6 +18,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -31,8 +32,34 @@ HERE = Path(__file__).resolve().parent
 Row = tuple[str, str, str, str, str]  # measure, value, baseline, ratio, goal
 
 
+SETTLED: dict[str, float] = {}  # script -> seconds waited for a quiet machine before it
+
+
+def pressure(kind: str) -> float:
+    """/proc/pressure/<kind>'s `some avg10` (% of the last 10 s something waited); 0 without PSI."""
+    try:
+        some = Path(f"/proc/pressure/{kind}").read_text().splitlines()[0]
+        return float(some.split("avg10=")[1].split()[0])
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def settle(limit_s: float = 120) -> float:
+    """Flush what earlier scripts wrote, then wait (at most limit_s) until neither the disk nor
+    the CPUs are contended (PSI avg10: io under 5 %, cpu under 10 %): a script's scratch being
+    deleted (GBs, on a disk mounted with discard) kept the next script's disk busy for a
+    minute and more. Returns the seconds waited."""
+    t0 = time.monotonic()
+    os.sync()
+    while time.monotonic() - t0 < limit_s and (pressure("io") >= 5 or pressure("cpu") >= 10):
+        time.sleep(2)
+    return time.monotonic() - t0
+
+
 def run_script(name: str, *args: str, timeout: float = 3600) -> tuple[str | None, str]:
-    """(stdout, "") of benchmarks/<name> run to its end, or (None, why it failed)."""
+    """(stdout, "") of benchmarks/<name> run to its end on a settled machine, or (None, why it
+    failed)."""
+    SETTLED[name] = settle()
     try:
         proc = subprocess.run([sys.executable, str(HERE / name), *args], cwd=REPO,
                               capture_output=True, text=True, timeout=timeout)
@@ -230,6 +257,8 @@ def main() -> None:
     for r in rows:
         table.add_row(*r)
     Console(width=160).print(table)
+    print("waited for a quiet machine before each script: " + ", ".join(
+        f"{name} {s:.0f} s" for name, s in SETTLED.items()))
     print(json.dumps([dict(zip(("measure", "value", "baseline", "ratio", "goal"), r)) for r in rows]))
 
 
