@@ -46,10 +46,16 @@ class PyTorchBuilder:
         lock = source_lock(ctx)
         with head_start.held(lock):
             configured = configure(ctx, env, defines, file_api=True, linked_source=linked)
-            dirs = target_dirs(ctx.build_dir, targets) if targets else []  # unknown name: exit 2
+            # Unknown target names: exit 2 before anything compiles. Not while a head start's
+            # ninja runs in the tree (a regeneration it runs rewrites the file-API reply): it
+            # runs only for a command whose same targets= built before, and is read after.
+            ahead = head_start.running_in(ctx.build_dir)
+            dirs = target_dirs(ctx.build_dir, targets) if targets and not ahead else []
             # A checkout's next edit may start this ninja ahead of the planner (a pinned
             # tree's copy is made again for a new identity: its ninja is never started early).
             compile_(ctx, env, may_head_start=linked, locks=(Path(lock.lock_file),))
+            if targets and ahead:
+                dirs = target_dirs(ctx.build_dir, targets)
             ctx.prefix.mkdir(parents=True, exist_ok=True)
             # meta/'s generated sources (tens of MB) are copied while the install runs: the
             # two read the finished tree and write apart (meta/, prefix/).
