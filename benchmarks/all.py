@@ -156,23 +156,27 @@ def startup_rows(args: argparse.Namespace) -> list[Row]:
 def pytorch_noop_rows(args: argparse.Namespace) -> list[Row]:
     """pytorch_noop.py on artifacts already built (a full build takes hours: never here)."""
     measure = "no-op `doit build`, whole PyTorch tree"
-    if not args.pytorch_store:
-        return [skipped(measure, "no --pytorch-store (a store with a full PyTorch build)")]
+    if not args.pytorch_store and not args.pytorch_checkout:
+        return [skipped(measure, "no --pytorch-store (a store with a full PyTorch build) "
+                                 "nor --pytorch-checkout")]
     extra = ["--checkout", args.pytorch_checkout, "--checkout-store",
              args.pytorch_checkout_store or args.pytorch_store, "--targets", args.pytorch_targets] \
         if args.pytorch_checkout else []
-    out, why = run_script("pytorch_noop.py", "--store", args.pytorch_store, "--rounds",
-                          str(max(args.repeat, 5)), *extra)
+    store = ["--store", args.pytorch_store] if args.pytorch_store else []
+    out, why = run_script("pytorch_noop.py", *store, "--rounds", str(max(args.repeat, 5)), *extra)
     if out is None:
         return [skipped(measure, why)]
     t = last_json(out)
     rows = [row(f"{measure}, pinned source vs `ninja -n`", t["no-op doit build, pinned"],
                 t["ninja -n (pinned tree)"], "build <= 0.3 s"),
             row(f"{measure}, pinned source vs the plan memo off", t["no-op doit build, pinned"],
-                t["no-op doit build, pinned, memo off"], "")]
+                t["no-op doit build, pinned, memo off"], "")] \
+        if "no-op doit build, pinned" in t else \
+        [skipped(f"{measure}, pinned source", "no --pytorch-store (a full build takes hours)")]
     if "no-op doit build, checkout" in t:
         git = next(k for k in t if k.startswith("git status"))
-        rows += [row(f"{measure}, git checkout vs `ninja -n`", t["no-op doit build, checkout"],
+        base = "`ninja -n`" if args.pytorch_store else f"`ninja -n {args.pytorch_targets}` (its tree)"
+        rows += [row(f"{measure}, git checkout vs {base}", t["no-op doit build, checkout"],
                      t["ninja -n (pinned tree)"], "build <= 0.3 s"),
                  row(f"{measure}, git checkout vs the plan memo off",
                      t["no-op doit build, checkout"], t["no-op doit build, checkout, memo off"], ""),

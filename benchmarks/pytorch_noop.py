@@ -4,9 +4,10 @@ full planner), sampled interleaved in one run. Not a test: nothing asserts a tim
 
 Needs an artifact already built (a full build takes hours; never here):
   --store DIR      a store holding `recipe=pytorch` built from the pinned source
-  --checkout DIR   also: a git checkout of the tree, built with source=DIR [--targets c10]
-                   into --checkout-store DIR (the identity covers the whole tree's 11k files
-                   whatever the targets)
+  --checkout DIR   also (or alone): a git checkout of the tree, built with source=DIR
+                   [--targets c10] into --checkout-store DIR (the identity covers the whole
+                   tree's 11k files whatever the targets). Without --store, its baseline is
+                   `ninja -n <targets>` in the checkout's own build tree.
 
     .venv/bin/python benchmarks/pytorch_noop.py --store ~/orch-store \
         [--checkout ~/ckout --checkout-store ~/ckout-store --targets c10] [--rounds 7]
@@ -52,18 +53,20 @@ def present(project: Path, args: list[str]) -> dict:
     return plan
 
 
-def ninja_noop(store: Path, recipe_variant: str) -> Callable[[], object]:
-    """`ninja -n` in the newest build tree of recipe-variant in store (its own no-op)."""
+def ninja_noop(store: Path, recipe_variant: str, targets: list[str] | None = None
+               ) -> Callable[[], object]:
+    """`ninja -n [targets]` in the newest build tree of recipe-variant in store (its own
+    no-op)."""
     trees = sorted((store / "build").glob(f"{recipe_variant}-*"), key=lambda p: p.stat().st_mtime)
     ninjas = sorted(store.glob("toolchains/*/venv/bin/ninja"))
     if not trees or not ninjas:
         raise SystemExit(f"{store}: no build tree {recipe_variant}-* or no toolchain ninja")
-    return lambda: checked([str(ninjas[0]), "-C", str(trees[-1]), "-n"])
+    return lambda: checked([str(ninjas[0]), "-C", str(trees[-1]), "-n", *(targets or [])])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--store", type=Path, required=True)
+    ap.add_argument("--store", type=Path)
     ap.add_argument("--project", type=Path, default=REPO, help="the project (dodo.py) to run")
     ap.add_argument("--variant", default="relwithdebinfo")
     ap.add_argument("--checkout", type=Path)
@@ -71,21 +74,28 @@ def main() -> None:
     ap.add_argument("--targets", default="")
     ap.add_argument("--rounds", type=int, default=7)
     args = ap.parse_args()
+    if args.store is None and args.checkout is None:
+        ap.error("give --store, --checkout, or both")
     py = sys.executable
-    pinned = ["recipe=pytorch", f"variant={args.variant}", f"store={args.store.expanduser()}"]
-    present(args.project, pinned)
     cmds: dict[str, Callable[[], object]] = {
-        "python + import doit": lambda: checked([py, "-c", "import doit.doit_cmd"]),
-        "ninja -n (pinned tree)": ninja_noop(args.store.expanduser(), f"pytorch-{args.variant}"),
-        "no-op doit build, pinned": doit_build(args.project, pinned, memo=True),
-        "no-op doit build, pinned, memo off": doit_build(args.project, pinned, memo=False),
-    }
+        "python + import doit": lambda: checked([py, "-c", "import doit.doit_cmd"])}
+    if args.store is not None:
+        pinned = ["recipe=pytorch", f"variant={args.variant}", f"store={args.store.expanduser()}"]
+        present(args.project, pinned)
+        cmds.update({
+            "ninja -n (pinned tree)": ninja_noop(args.store.expanduser(), f"pytorch-{args.variant}"),
+            "no-op doit build, pinned": doit_build(args.project, pinned, memo=True),
+            "no-op doit build, pinned, memo off": doit_build(args.project, pinned, memo=False),
+        })
     if args.checkout:
         cstore = (args.checkout_store or args.store).expanduser()
         ck = ["recipe=pytorch", f"variant={args.variant}", f"store={cstore}",
               f"source={args.checkout.expanduser().absolute()}",
               *([f"targets={args.targets}"] if args.targets else [])]
         present(args.project, ck)
+        if args.store is None:
+            cmds["ninja -n (pinned tree)"] = ninja_noop(cstore, f"pytorch-{args.variant}",
+                                                        args.targets.split(",") if args.targets else [])
         files = checked(["git", "-C", str(args.checkout), "ls-files"]).count("\n")
         cmds[f"git status (checkout, {files} files)"] = lambda: checked(
             ["git", "-C", str(args.checkout), "status", "--porcelain=v2", "-z",
@@ -104,9 +114,10 @@ def main() -> None:
         table.add_row(name, f"{t[name]:.3f} s", f"{t[base]:.3f} s ({base})",
                       f"{t[name] / t[base]:.2f}", goal)
 
-    row("no-op doit build, pinned", "ninja -n (pinned tree)", "<= 0.3 s")
-    row("no-op doit build, pinned", "no-op doit build, pinned, memo off")
-    row("no-op doit build, pinned", "python + import doit")
+    if args.store is not None:
+        row("no-op doit build, pinned", "ninja -n (pinned tree)", "<= 0.3 s")
+        row("no-op doit build, pinned", "no-op doit build, pinned, memo off")
+        row("no-op doit build, pinned", "python + import doit")
     if args.checkout:
         git_row = next(k for k in t if k.startswith("git status"))
         row("no-op doit build, checkout", "ninja -n (pinned tree)", "<= 0.3 s")
