@@ -100,8 +100,13 @@ def still_holds(cmd: Command, memo: dict[str, Any]) -> bool:
     if store.stale_temps():
         return False  # the full command cleans them up
     if memo["redo"]:
+        from orchestrator import head_start
         from orchestrator.hashing import StatCache
 
+        # Making the source's identity again costs as much as a small compile (git status on
+        # PyTorch's 11k files, or the tree's hash): every other input of the plan holds, so
+        # the tree's last ninja starts first, and is stopped again if nothing changed.
+        ahead(cmd, memo)
         cache = StatCache(cmd.store_root / "cache" / SOURCE_STAT_CACHE)
         same = True
         for kind, args, result in memo["redo"]:
@@ -115,6 +120,7 @@ def still_holds(cmd: Command, memo: dict[str, Any]) -> bool:
             cache.save()
         if not same:
             return False
+        head_start.stop()  # a no-op: what it started is stopped (and anything it built removed)
     return True
 
 

@@ -4,6 +4,7 @@ and anything else stops it and removes what it built. Real doit, cmake and ninja
 the demo; real ninja trees for the pieces."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from filelock import FileLock, Timeout
@@ -94,6 +96,38 @@ def test_a_tree_built_through_a_compile_cache_server_keeps_no_head_start(
     edit(project, 2)
     again = run_doit(project, "build", s, "substitute=0", "compile_cache=sccache")
     assert again.returncode == 0 and AHEAD not in again.stderr, again.output
+
+
+def test_the_tree_s_ninja_starts_while_the_identity_is_made_again_and_a_no_op_stops_it(
+        project: Path, store: Path, monkeypatch: pytest.MonkeyPatch, clean_head_start) -> None:
+    """Making the source's identity again (git status, the tree's hash) takes as long as a
+    small compile, so the fast path starts the tree's last ninja before it: the identity
+    unchanged (a no-op), that ninja is stopped and the tree keeps everything; changed, it
+    runs on for the full command to adopt."""
+    from orchestrator import fast_path, plan_memo
+
+    s = f"store={store}"
+    assert run_doit(project, "build", s, "substitute=0").returncode == 0
+    [memo_file] = (store / "cache" / plan_memo.MEMO_DIR).glob("*.json")
+    memo = json.loads(memo_file.read_text())
+    assert memo["redo"], memo  # the demo's tree digest: made again by every command
+    [tree] = [d for d in (store / "build").iterdir() if (d / head_start.SPEC).is_file()]
+    log_before = (tree / head_start.NINJA_LOG).read_bytes()
+    outputs = sorted(p.relative_to(tree) for p in tree.rglob("*.o"))
+    cmd = plan_memo.Command("build", {}, "test", store, project)
+    started: list[Path] = []
+    real_start = head_start.start
+    monkeypatch.setattr(head_start, "start", lambda t, *a: started.append(t) or real_start(t, *a))
+
+    assert fast_path.still_holds(cmd, memo)                    # a no-op
+    assert started == [tree] and not head_start.running_in(tree)  # started, then stopped
+    FileLock(str(store / "locks" / f"build-{tree.name}.lock"), timeout=0).acquire()
+    assert (tree / head_start.NINJA_LOG).read_bytes() == log_before
+    assert sorted(p.relative_to(tree) for p in tree.rglob("*.o")) == outputs
+
+    edit(project, 1)
+    assert not fast_path.still_holds(cmd, memo)                # the edit: it runs on
+    assert started == [tree, tree] and head_start.running_in(tree)
 
 
 # -- the pieces, on real ninja trees ---------------------------------------------------------
@@ -238,16 +272,22 @@ def test_a_tree_another_build_holds_gets_no_head_start(tmp_path: Path,
                                                        clean_head_start) -> None:
     build, tree = ninja_tree(tmp_path)
     (tmp_path / "locks").mkdir()
-    lock_file = tmp_path / "locks" / f"build-{tree.name}.lock"
+    with held_elsewhere(tmp_path / "locks" / f"build-{tree.name}.lock"):
+        spec_of(tree)
+        assert not head_start.start(tree, build, tmp_path / "locks")
+        assert not (tree / "out.txt").exists()
+
+
+@contextlib.contextmanager
+def held_elsewhere(lock_file: Path) -> Iterator[None]:
+    """`lock_file` held by another process for the block (as another build holds it)."""
     holder = subprocess.Popen([sys.executable, "-c", (
         "import sys, time; from filelock import FileLock; l = FileLock(sys.argv[1]); "
         "l.acquire(); print('held', flush=True); time.sleep(60)"), str(lock_file)],
         stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        spec_of(tree)
-        assert not head_start.start(tree, build, tmp_path / "locks")
-        assert not (tree / "out.txt").exists()
+        yield
     finally:
         holder.kill()
         holder.wait()
@@ -288,18 +328,10 @@ def test_a_named_lock_another_build_holds_means_no_head_start(tmp_path: Path,
     locks.mkdir()
     source = locks / "pytorch-source-0123456789abcdef.lock"
     (tree / head_start.SPEC).write_text(json.dumps({**spec_of(tree), "locks": [str(source)]}))
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from filelock import FileLock; l = FileLock(sys.argv[1]); "
-        "l.acquire(); print('held', flush=True); time.sleep(60)"), str(source)],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with held_elsewhere(source):
         assert not head_start.start(tree, build, locks)
         assert not head_start.running_in(tree) and not (tree / "out.txt").exists()
         FileLock(str(locks / f"build-{tree.name}.lock"), timeout=0).acquire()
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_a_killed_command_stops_its_head_start(tmp_path: Path) -> None:

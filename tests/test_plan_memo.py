@@ -18,15 +18,17 @@ from orchestrator import fast_path, plan_memo, read_trace
 from orchestrator.hashing import StatCache
 from orchestrator.lock.probe_cache import ProbeCache
 
-# Runs doit in this process, as the command line does; prints whether the planner ran.
-PLANNER_RAN = """
-import json, runpy, sys
+# Runs doit in this process, as the command line does (its exit status in `code`).
+RUN_DOIT = """
 sys.argv = ["doit", *sys.argv[1:]]
 code = 0
 try:
     runpy.run_module("doit", run_name="__main__")
 except SystemExit as e:
     code = e.code
+"""
+# ... and prints whether the planner ran.
+PLANNER_RAN = "import json, runpy, sys\n" + RUN_DOIT + """
 print(json.dumps({"exit": code, "planner": "orchestrator.realise" in sys.modules,
                   "pydantic": "pydantic" in sys.modules, "rich": "rich" in sys.modules}))
 """
@@ -249,12 +251,7 @@ def counting(root, *args, **kwargs):
     made.extend([1] if Path(root) == src else [])
     return real(root, *args, **kwargs)
 hashing.tree_digest = source_path.tree_digest = counting
-sys.argv = ["doit", *sys.argv[1:]]
-code = 0
-try:
-    runpy.run_module("doit", run_name="__main__")
-except SystemExit as e:
-    code = e.code
+""" + RUN_DOIT + """
 print(json.dumps({"exit": code, "made": len(made)}))
 """
 
