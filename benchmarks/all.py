@@ -5,7 +5,8 @@ Each script runs as its own process and ends with one JSON line, read here (time
 prints text, parsed here). A row whose script cannot run says why instead of a number.
 
     .venv/bin/python benchmarks/all.py [--quick] [--repeat 3] [--big-gb 1] [--torch DIR]
-        [--pytorch-store DIR [--pytorch-checkout DIR --pytorch-checkout-store DIR]]
+        [--pytorch-store DIR [--pytorch-store-targets c10]]
+        [--pytorch-checkout DIR --pytorch-checkout-store DIR [--pytorch-targets c10]]
 
 --quick skips the slow ones (time_to_breakpoint, cache_pull, the c10 edit loop: its first run
 builds c10, a few minutes; --c10-work DIR keeps that build for the next run).
@@ -162,20 +163,25 @@ def pytorch_noop_rows(args: argparse.Namespace) -> list[Row]:
     extra = ["--checkout", args.pytorch_checkout, "--checkout-store",
              args.pytorch_checkout_store or args.pytorch_store, "--targets", args.pytorch_targets] \
         if args.pytorch_checkout else []
-    store = ["--store", args.pytorch_store] if args.pytorch_store else []
+    store = ["--store", args.pytorch_store, "--store-targets", args.pytorch_store_targets] \
+        if args.pytorch_store else []
     out, why = run_script("pytorch_noop.py", *store, "--rounds", str(max(args.repeat, 5)), *extra)
     if out is None:
         return [skipped(measure, why)]
     t = last_json(out)
-    rows = [row(f"{measure}, pinned source vs `ninja -n`", t["no-op doit build, pinned"],
+    sel = args.pytorch_store_targets
+    pinned_base = f"`ninja -n {sel}` (pinned tree)" if sel else "`ninja -n` (pinned tree)"
+    pinned = f"{measure}, pinned source" + (f" (targets={sel}: its identity is the lock's "
+                                            "hashes whatever the targets)" if sel else "")
+    rows = [row(f"{pinned} vs {pinned_base}", t["no-op doit build, pinned"],
                 t["ninja -n (pinned tree)"], "build <= 0.3 s"),
-            row(f"{measure}, pinned source vs the plan memo off", t["no-op doit build, pinned"],
+            row(f"{pinned} vs the plan memo off", t["no-op doit build, pinned"],
                 t["no-op doit build, pinned, memo off"], "")] \
         if "no-op doit build, pinned" in t else \
         [skipped(f"{measure}, pinned source", "no --pytorch-store (a full build takes hours)")]
     if "no-op doit build, checkout" in t:
         git = next(k for k in t if k.startswith("git status"))
-        base = "`ninja -n`" if args.pytorch_store else f"`ninja -n {args.pytorch_targets}` (its tree)"
+        base = pinned_base if args.pytorch_store else f"`ninja -n {args.pytorch_targets}` (its tree)"
         rows += [row(f"{measure}, git checkout vs {base}", t["no-op doit build, checkout"],
                      t["ninja -n (pinned tree)"], "build <= 0.3 s"),
                  row(f"{measure}, git checkout vs the plan memo off",
@@ -244,6 +250,8 @@ def main() -> None:
     ap.add_argument("--torch", help="torch package directory for verify_torch.py")
     ap.add_argument("--files", type=int, default=12000, help="files of startup.py's big artifact")
     ap.add_argument("--pytorch-store", help="a store holding a full `recipe=pytorch` build")
+    ap.add_argument("--pytorch-store-targets", default="",
+                    help="targets= of that pinned build (default: the whole tree)")
     ap.add_argument("--pytorch-checkout", help="a git checkout of the tree, built with source=")
     ap.add_argument("--pytorch-checkout-store", help="where that checkout's build is")
     ap.add_argument("--pytorch-targets", default="c10", help="targets= of that build")

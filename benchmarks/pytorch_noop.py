@@ -4,6 +4,9 @@ full planner), sampled interleaved in one run. Not a test: nothing asserts a tim
 
 Needs an artifact already built (a full build takes hours; never here):
   --store DIR      a store holding `recipe=pytorch` built from the pinned source
+                   [--store-targets c10] (a pinned source's identity is its lock's hashes,
+                   the same whatever the targets: the no-op reads the same files; the
+                   baseline is then `ninja -n <targets>` in that tree)
   --checkout DIR   also (or alone): a git checkout of the tree, built with source=DIR
                    [--targets c10] into --checkout-store DIR (the identity covers the whole
                    tree's 11k files whatever the targets). Without --store, its baseline is
@@ -53,11 +56,18 @@ def present(project: Path, args: list[str]) -> dict:
     return plan
 
 
-def ninja_noop(store: Path, recipe_variant: str, targets: list[str] | None = None
-               ) -> Callable[[], object]:
+def ninja_noop(store: Path, recipe_variant: str, targets: list[str] | None = None,
+               checkout: Path | None = None) -> Callable[[], object]:
     """`ninja -n [targets]` in the newest build tree of recipe-variant in store (its own
-    no-op)."""
-    trees = sorted((store / "build").glob(f"{recipe_variant}-*"), key=lambda p: p.stat().st_mtime)
+    no-op): the pinned source's tree (its copy inside), or the checkout's (.orch-src links
+    it)."""
+    def built_from(tree: Path) -> Path | None:
+        link = tree / ".orch-src"
+        return link.resolve() if link.is_symlink() else None
+
+    want = None if checkout is None else checkout.resolve()
+    trees = sorted((t for t in (store / "build").glob(f"{recipe_variant}-*")
+                    if built_from(t) == want), key=lambda p: p.stat().st_mtime)
     ninjas = sorted(store.glob("toolchains/*/venv/bin/ninja"))
     if not trees or not ninjas:
         raise SystemExit(f"{store}: no build tree {recipe_variant}-* or no toolchain ninja")
@@ -72,6 +82,7 @@ def main() -> None:
     ap.add_argument("--checkout", type=Path)
     ap.add_argument("--checkout-store", type=Path)
     ap.add_argument("--targets", default="")
+    ap.add_argument("--store-targets", default="", help="targets= of the pinned build")
     ap.add_argument("--rounds", type=int, default=7)
     args = ap.parse_args()
     if args.store is None and args.checkout is None:
@@ -80,10 +91,13 @@ def main() -> None:
     cmds: dict[str, Callable[[], object]] = {
         "python + import doit": lambda: checked([py, "-c", "import doit.doit_cmd"])}
     if args.store is not None:
-        pinned = ["recipe=pytorch", f"variant={args.variant}", f"store={args.store.expanduser()}"]
+        pinned = ["recipe=pytorch", f"variant={args.variant}", f"store={args.store.expanduser()}",
+                  *([f"targets={args.store_targets}"] if args.store_targets else [])]
         present(args.project, pinned)
         cmds.update({
-            "ninja -n (pinned tree)": ninja_noop(args.store.expanduser(), f"pytorch-{args.variant}"),
+            "ninja -n (pinned tree)": ninja_noop(
+                args.store.expanduser(), f"pytorch-{args.variant}",
+                args.store_targets.split(",") if args.store_targets else []),
             "no-op doit build, pinned": doit_build(args.project, pinned, memo=True),
             "no-op doit build, pinned, memo off": doit_build(args.project, pinned, memo=False),
         })
@@ -95,7 +109,8 @@ def main() -> None:
         present(args.project, ck)
         if args.store is None:
             cmds["ninja -n (pinned tree)"] = ninja_noop(cstore, f"pytorch-{args.variant}",
-                                                        args.targets.split(",") if args.targets else [])
+                                                        args.targets.split(",") if args.targets else [],
+                                                        checkout=args.checkout.expanduser())
         files = checked(["git", "-C", str(args.checkout), "ls-files"]).count("\n")
         cmds[f"git status (checkout, {files} files)"] = lambda: checked(
             ["git", "-C", str(args.checkout), "status", "--porcelain=v2", "-z",
