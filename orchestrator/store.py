@@ -142,27 +142,40 @@ class Store:
         return p if p.is_file() else None
 
     def _dedupe(self, staged: Path, manifest: Manifest) -> CommitStats:
+        """Give each staged file its pool inode (linked from links/ when the content is there,
+        else linked into it), with its final read-only mode. Paths are plain strings: pathlib
+        costs more than the work for each of 10k small files."""
         stats = CommitStats()
         self.links_dir.mkdir(parents=True, exist_ok=True)
+        links, root = str(self.links_dir), str(staged)
         for entry in manifest.files:
             if entry.kind != "file":
                 continue
             stats.files += 1
-            f = staged / entry.path
+            f = f"{root}/{entry.path}"
             executable = bool(entry.mode & 0o111)
-            existing = self.link_for(entry.sha256 or "", executable)
-            if existing is not None and existing.stat().st_ino == f.stat().st_ino:
-                stats.bytes_linked += entry.size
-                continue
-            if existing is not None and existing.stat().st_size == entry.size:
-                tmp = temp_sibling(f)
-                os.link(existing, tmp)
-                os.replace(tmp, f)
-                stats.bytes_linked += entry.size
-                continue
-            os.chmod(f, 0o555 if executable else 0o444)
+            mode = 0o555 if executable else 0o444
+            pooled = f"{links}/{entry.sha256 or ''}{'-x' if executable else ''}"
             try:
-                os.link(f, self.links_dir / (entry.sha256 + ("-x" if executable else "")))
+                pst = os.stat(pooled)
+            except OSError:
+                pst = None
+            if pst is not None and stat.S_ISREG(pst.st_mode):
+                fst = os.stat(f)
+                if (pst.st_ino, pst.st_dev) == (fst.st_ino, fst.st_dev):
+                    if stat.S_IMODE(fst.st_mode) != mode:  # a pool inode has its mode already
+                        os.chmod(f, mode)
+                    stats.bytes_linked += entry.size
+                    continue
+                if pst.st_size == entry.size:
+                    tmp = str(temp_sibling(Path(f)))
+                    os.link(pooled, tmp)
+                    os.replace(tmp, f)
+                    stats.bytes_linked += entry.size
+                    continue
+            os.chmod(f, mode)
+            try:
+                os.link(f, pooled)
             except FileExistsError:
                 pass
             except OSError as e:  # cross-device or too many links: keep our own copy
@@ -263,12 +276,6 @@ class Store:
             durable = durable_commits()
             write_atomic(staged / MANIFEST_NAME, pretty_json(manifest.model_dump(mode="json")),
                          mode=0o444, durable=durable)
-            for entry in manifest.files:
-                p = staged / entry.path
-                mode = 0o555 if entry.mode & 0o111 else 0o444
-                # a pool inode has its mode already (a chmod would still touch its ctime)
-                if entry.kind == "file" and stat.S_IMODE(p.stat().st_mode) != mode:
-                    os.chmod(p, mode)
             for dirpath, _, names in os.walk(staged, topdown=False):
                 if durable:
                     fsync_tree_level(Path(dirpath), names)
