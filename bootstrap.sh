@@ -29,7 +29,7 @@ if [ ! -x .venv/bin/python ]; then
   /usr/bin/python3 -m venv .venv
 fi
 # Editable as a plain path entry (compat): setuptools' default editable finder is imported by
-# every interpreter of the venv at start-up (10-20 ms of each doit command).
+# every interpreter of the venv at start-up (9 ms of a bare interpreter start).
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]' \
   --config-settings editable_mode=compat
 
