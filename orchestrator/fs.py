@@ -10,8 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets
-import shutil
 import stat
 from pathlib import Path
 from typing import BinaryIO, Iterator
@@ -21,7 +19,7 @@ TEMP_RE = re.compile(r"\.tmp-(?P<pid>\d+)-[0-9a-f]+$")
 
 def temp_name(name: str) -> str:
     """`<name>.tmp-<pid>-<hex>`: unique per process and call, owner readable by `temp_owner`."""
-    return f"{name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+    return f"{name}.tmp-{os.getpid()}-{os.urandom(4).hex()}"
 
 
 def temp_in(directory: Path, name: str) -> Path:
@@ -72,6 +70,8 @@ def remove_tree(path: Path) -> None:
         return
     if not path.exists():
         return
+    import shutil  # here: shutil imports bz2 and lzma, 2 ms of every verify process
+
     make_writable(path)
     shutil.rmtree(path, ignore_errors=False)
 
