@@ -19,6 +19,7 @@ from orchestrator.verify.dwarf import debug_facts
 from orchestrator.verify.elf import read_elf
 from orchestrator.verify.engine import verify_tree
 from orchestrator.verify.fatbin import fatbin_images
+from orchestrator.verify.gnuhash import gnu_hash
 from orchestrator.verify.inputs import Interpreter, TorchFacts, VerifyConfig
 from orchestrator.verify.resolve import Resolver, SearchConfig, parse_ld_so_conf
 
@@ -347,5 +348,11 @@ def test_gnu_hash_lookup_agrees_with_the_full_symbol_table(lib):
         assert set(fast.index.versions(name)) == set(versions), name
     for missing in (b"no_such_symbol", b"memcpy_x", b"_ZN3c106detail14torchCheckFail"):
         assert fast.index.versions(missing) is None
+    # A caller that passed the bloom filter hands its hash over: the same answers (a fresh
+    # index, so none comes from the memo), also for a name the buckets do not hold.
+    again = read_elf(Path(lib))
+    for name in [*list(full)[::50], b"no_such_symbol"]:
+        assert again.index.versions(name, gnu_hash(name)) == fast.index.versions(name), name
+    again.close()
     assert fast.defines(b"memcpy", "GLIBC_2.14") if "libc.so" in lib else fast.defines(b"_ZdlPv", "GLIBCXX_3.4")
     fast.close()

@@ -88,10 +88,11 @@ class ElfInfo:
         if self.index is not None:
             self.index.close()
 
-    def defines(self, name: bytes, version: str | None) -> bool:
-        """True when this object satisfies a reference to name (at version, if given)."""
+    def defines(self, name: bytes, version: str | None, h: int | None = None) -> bool:
+        """True when this object satisfies a reference to name (at version, if given). `h`:
+        see GnuHashIndex.versions."""
         if self._defined is None and self.index is not None:
-            versions = self.index.versions(name)
+            versions = self.index.versions(name, h)
         else:
             versions = self.defined.get(name)
         if versions is None:

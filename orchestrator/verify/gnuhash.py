@@ -56,6 +56,11 @@ class GnuHashIndex:
         self._bloom_fmt = le + ("Q" if is64 else "I")
         self._bits = 64 if is64 else 32
         self._sym_fmt, self._ent = (le + "IBBH", 24) if is64 else (le + "IIIBBH", 16)
+        # compiled once: a lookup unpacks 5-10 fields (a format string per call costs more)
+        self._word = struct.Struct(self._bloom_fmt).unpack_from
+        self._u32 = struct.Struct(le + "I").unpack_from
+        self._u16 = struct.Struct(le + "H").unpack_from
+        self._sym = struct.Struct(self._sym_fmt).unpack_from
         self._mm: mmap.mmap | None = None
         self._f = None
         self._memo: dict[bytes, tuple[str | None, ...] | None] = {}
@@ -80,32 +85,35 @@ class GnuHashIndex:
                                    self.bloom_off)
         return (words, self.bloom_size, self.bloom_shift, self._bits)
 
-    def versions(self, name: bytes) -> tuple[str | None, ...] | None:
-        """The versions `name` is exported with (None = unversioned); None when not exported."""
+    def versions(self, name: bytes, h: int | None = None) -> tuple[str | None, ...] | None:
+        """The versions `name` is exported with (None = unversioned); None when not exported.
+        `h`: the name's gnu_hash, from a caller that already passed this index's `bloom()`
+        test with it (the lookup then goes straight to the bucket)."""
         try:
             return self._memo[name]
         except KeyError:
-            found = self._memo[name] = self._lookup(name)
+            found = self._memo[name] = self._lookup(name, h)
             return found
 
-    def _lookup(self, name: bytes) -> tuple[str | None, ...] | None:
+    def _lookup(self, name: bytes, h: int | None) -> tuple[str | None, ...] | None:
         if self.nbuckets == 0:
             return None
         mm = self._map()
-        h = gnu_hash(name)
-        bits = self._bits
-        word = struct.unpack_from(self._bloom_fmt, mm,
-                                  self.bloom_off + ((h // bits) % self.bloom_size) * (bits // 8))[0]
-        mask = (1 << (h % bits)) | (1 << ((h >> self.bloom_shift) % bits))
-        if word & mask != mask:
-            return None
-        idx = struct.unpack_from(self.le + "I", mm, self.buckets_off + (h % self.nbuckets) * 4)[0]
+        if h is None:
+            h = gnu_hash(name)
+            bits = self._bits
+            word = self._word(mm, self.bloom_off + ((h // bits) % self.bloom_size) * (bits // 8))[0]
+            mask = (1 << (h % bits)) | (1 << ((h >> self.bloom_shift) % bits))
+            if word & mask != mask:
+                return None
+        idx = self._u32(mm, self.buckets_off + (h % self.nbuckets) * 4)[0]
         if idx < self.symoffset:
             return None
         found: list[str | None] = []
         n = len(name)
+        u32, chain = self._u32, self.chain_off - self.symoffset * 4
         while True:
-            h2 = struct.unpack_from(self.le + "I", mm, self.chain_off + (idx - self.symoffset) * 4)[0]
+            h2 = u32(mm, chain + idx * 4)[0]
             if (h | 1) == (h2 | 1):
                 v = self._definition(mm, idx, name, n)
                 if v is not False:
@@ -117,7 +125,7 @@ class GnuHashIndex:
 
     def _definition(self, mm: mmap.mmap, idx: int, name: bytes, n: int) -> str | None | bool:
         """The version of symbol `idx` if it is an exported definition of `name`, else False."""
-        sym = struct.unpack_from(self._sym_fmt, mm, self.dynsym_off + idx * self._ent)
+        sym = self._sym(mm, self.dynsym_off + idx * self._ent)
         if self.is64:
             st_name, st_info, st_other, shndx = sym
         else:
@@ -131,7 +139,7 @@ class GnuHashIndex:
             return False
         ndx = 1
         if self.versym_off is not None:
-            ndx = struct.unpack_from(self.le + "H", mm, self.versym_off + idx * 2)[0]
+            ndx = self._u16(mm, self.versym_off + idx * 2)[0]
         if ndx == 0:
             return False
         return self.verdef_names.get(ndx & 0x7FFF) if (ndx & 0x7FFF) > 1 else None

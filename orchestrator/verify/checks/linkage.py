@@ -76,7 +76,7 @@ def check_symbols(st: State) -> list[Finding]:
                     if not size or not ((words[(h // bits) % size] >> (h % bits))
                                         & (words[(h // bits) % size] >> ((h >> shift) % bits)) & 1):
                         continue
-                if o is not first and o.defines(u.name, u.version):
+                if o is not first and o.defines(u.name, u.version, h if bl is not None else None):
                     if i:
                         providers.insert(0, providers.pop(i))
                     break
