@@ -44,6 +44,11 @@ class CommitStats:
     bytes_linked: int = 0    # bytes hard-linked from content already in the store
 
 
+def pool_name(sha256: str, executable: bool) -> str:
+    """The name of a content's inode in links/ (its exec bit is part of the inode)."""
+    return sha256 + ("-x" if executable else "")
+
+
 @dataclass
 class StageRecord:
     """What `reuse_unchanged` saw of a stage, written into its build tree at commit."""
@@ -138,7 +143,7 @@ class Store:
 
     # -- commit ---------------------------------------------------------------------------
     def link_for(self, sha256: str, executable: bool) -> Path | None:
-        p = self.links_dir / (sha256 + ("-x" if executable else ""))
+        p = self.links_dir / pool_name(sha256, executable)
         return p if p.is_file() else None
 
     def _dedupe(self, staged: Path, manifest: Manifest) -> CommitStats:
@@ -155,7 +160,7 @@ class Store:
             f = f"{root}/{entry.path}"
             executable = bool(entry.mode & 0o111)
             mode = 0o555 if executable else 0o444
-            pooled = f"{links}/{entry.sha256 or ''}{'-x' if executable else ''}"
+            pooled = f"{links}/{pool_name(entry.sha256 or '', executable)}"
             try:
                 pst = os.stat(pooled)
             except OSError:
