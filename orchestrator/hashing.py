@@ -18,9 +18,30 @@ def canonical_json(obj: Any) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def pretty_json(obj: Any) -> str:
-    """Sorted, indented, newline-terminated: what machine-written files look like on disk."""
-    return json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+def pretty_json(obj: Any, flat_items: int | None = None) -> str:
+    """Sorted, indented, newline-terminated: what machine-written files look like on disk.
+    With `flat_items`, the items of lists nested at least that deep are written one line
+    each (a manifest's file entries): json's C encoder writes only that form, indenting is
+    its pure-Python encoder (a 12k-file manifest: 0.13 s indented, 0.05 s so)."""
+    if flat_items is None:
+        return json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    return _indented(obj, 0, flat_items) + "\n"
+
+
+_ONE_LINE = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
+
+
+def _indented(obj: Any, depth: int, flat_items: int) -> str:
+    if not obj or not isinstance(obj, (dict, list)):
+        return _ONE_LINE(obj)
+    pad, end = "  " * (depth + 1), "\n" + "  " * depth
+    if isinstance(obj, dict):
+        return "{\n" + ",\n".join(f"{pad}{_ONE_LINE(str(k))}: "
+                                   f"{_indented(obj[k], depth + 1, flat_items)}"
+                                   for k in sorted(obj)) + end + "}"
+    if depth >= flat_items:
+        return "[\n" + pad + f",\n{pad}".join(map(_ONE_LINE, obj)) + end + "]"
+    return "[\n" + ",\n".join(pad + _indented(v, depth + 1, flat_items) for v in obj) + end + "]"
 
 
 def sha256_bytes(data: bytes) -> str:

@@ -148,8 +148,11 @@ class Store:
 
     def _dedupe(self, staged: Path, manifest: Manifest) -> CommitStats:
         """Give each staged file its pool inode (linked from links/ when the content is there,
-        else linked into it), with its final read-only mode. Paths are plain strings: pathlib
-        costs more than the work for each of 10k small files."""
+        else linked into it), with its final read-only mode. A file no other name links yet
+        (new content, mostly) is linked into the pool first, and the pool is asked only
+        when that name is taken: a pulled file, created with its final mode, costs a stat and
+        a link. Paths are plain strings: pathlib costs more than the work for each of 10k
+        small files."""
         stats = CommitStats()
         self.links_dir.mkdir(parents=True, exist_ok=True)
         links, root = str(self.links_dir), str(staged)
@@ -161,12 +164,18 @@ class Store:
             executable = bool(entry.mode & 0o111)
             mode = 0o555 if executable else 0o444
             pooled = f"{links}/{pool_name(entry.sha256 or '', executable)}"
+            fst = os.stat(f)
+            if fst.st_nlink == 1:
+                if stat.S_IMODE(fst.st_mode) != mode:
+                    os.chmod(f, mode)
+                if self._pool(f, pooled):
+                    stats.bytes_new += entry.size
+                    continue
             try:
                 pst = os.stat(pooled)
             except OSError:
                 pst = None
             if pst is not None and stat.S_ISREG(pst.st_mode):
-                fst = os.stat(f)
                 if (pst.st_ino, pst.st_dev) == (fst.st_ino, fst.st_dev):
                     if stat.S_IMODE(fst.st_mode) != mode:  # a pool inode has its mode already
                         os.chmod(f, mode)
@@ -178,16 +187,24 @@ class Store:
                     os.replace(tmp, f)
                     stats.bytes_linked += entry.size
                     continue
-            os.chmod(f, mode)
-            try:
-                os.link(f, pooled)
-            except FileExistsError:
-                pass
-            except OSError as e:  # cross-device or too many links: keep our own copy
-                if e.errno not in (errno.EXDEV, errno.EMLINK):
-                    raise
+            if stat.S_IMODE(fst.st_mode) != mode:
+                os.chmod(f, mode)
+            self._pool(f, pooled)
             stats.bytes_new += entry.size
         return stats
+
+    @staticmethod
+    def _pool(f: str, pooled: str) -> bool:
+        """Link `f` into the pool as `pooled`: False when that name is taken. A file system
+        that refuses (another device, too many links) keeps the file as its own copy."""
+        try:
+            os.link(f, pooled)
+        except FileExistsError:
+            return False
+        except OSError as e:
+            if e.errno not in (errno.EXDEV, errno.EMLINK):
+                raise
+        return True
 
     def reuse_unchanged(self, stage: Path, build_dir: Path, epoch: str,
                         source_of: Callable[[str], Path | None]) -> StageRecord:
@@ -279,7 +296,8 @@ class Store:
                 return final
             self.last_commit = self._dedupe(staged, manifest)
             durable = durable_commits()
-            write_atomic(staged / MANIFEST_NAME, pretty_json(manifest.model_dump(mode="json")),
+            write_atomic(staged / MANIFEST_NAME, pretty_json(manifest.model_dump(mode="json"),
+                                                             flat_items=1),
                          mode=0o444, durable=durable)
             for dirpath, _, names in os.walk(staged, topdown=False):
                 if durable:

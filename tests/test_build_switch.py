@@ -35,8 +35,13 @@ def test_build_commits_a_complete_read_only_artifact(doit, store, project):
     path = Path(info["path"])
     assert info["origin"] == "built" and path.parent == store / "store"
     assert path.name == f"{info['id']}-demo-relwithdebinfo" and len(info["id"]) == 40
-    manifest = json.loads((path / "manifest.json").read_text())
+    text = (path / "manifest.json").read_text()
+    manifest = json.loads(text)
     files = {f["path"]: f for f in manifest["files"]}
+    # Sorted and indented, each file entry on one line (greppable; the C encoder writes it).
+    assert list(manifest) == sorted(manifest)
+    assert all(json.loads(line.strip().rstrip(",")) in manifest["files"]
+               for line in text.split('"files": [\n', 1)[1].split("\n  ]", 1)[0].splitlines())
     for rel in ("prefix/lib/libdemo_core.so", "prefix/lib/libdemo_ops.so",
                 "meta/CMakeCache.txt", "meta/compile_commands.json", "meta/build.log",
                 "meta/ninja_log"):

@@ -1,6 +1,7 @@
 """fs: the one temp naming, and every writer leaves nothing that clean_stale would not know."""
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -8,7 +9,7 @@ import pytest
 
 from orchestrator.fs import (TEMP_RE, atomic_symlink, atomic_writer, is_stale_temp, temp_in,
                              temp_owner, temp_sibling, write_atomic)
-from orchestrator.hashing import StatCache
+from orchestrator.hashing import StatCache, pretty_json
 from orchestrator.store import Store
 from orchestrator.workspace import Workspace
 from orchestrator.workspace_links import apply_links
@@ -79,3 +80,19 @@ def test_workspace_clean_stale_takes_orch_and_compile_commands_temps(tmp_path: P
     users.write_text("")
     assert sorted(ws.clean_stale()) == sorted(dead)
     assert users.exists()
+
+
+@pytest.mark.parametrize("value", [
+    {"b": [{"z": 1, "a": "é"}, {"k": [1, {"x": None}]}], "a": {"d": {"e": [1.5, True]}}, "c": []},
+    [], {}, 0, "x", [[1, 2], {"y": {}}], {"files": [], "n": {"files": [{"p": "a\nb"}]}},
+])
+def test_pretty_json_with_flat_items_is_the_same_value_and_layout_above(value) -> None:
+    """The same JSON value, sorted; dicts indented as json's indent=2 does, and the items
+    of lists at least `flat_items` deep one line each (nothing deeper folds)."""
+    assert pretty_json(value, flat_items=99) == json.dumps(value, sort_keys=True, indent=2,
+                                                           ensure_ascii=False) + "\n"
+    text = pretty_json(value, flat_items=1)
+    assert json.loads(text) == value and text.endswith("\n")
+    if isinstance(value, dict) and value.get("b"):
+        assert '\n    {"a": "é", "z": 1},\n    {"k": [1, {"x": null}]}\n  ],' in text
+        assert '"d": {\n      "e": [\n        1.5,\n        true\n      ]\n    }' in text
