@@ -145,8 +145,8 @@ def curl_blobs(base_url: str, keys: list[str], out: Path, parallel: int) -> tupl
 
 
 def curl_tar(archive_url: str, out: Path) -> tuple[float, float]:
-    """(seconds, CPU seconds) for curl | zstd -d | tar -x of the one archive into `out`."""
-    remove_tree(out)
+    """(seconds, CPU seconds) for curl | zstd -d | tar -x of the one archive into `out`, a
+    new directory (see small_set: nothing is removed before a timed run of the small set)."""
     out.mkdir(parents=True)
     settle()
     cpu, start = cpu_seconds(), time.monotonic()
@@ -155,9 +155,12 @@ def curl_tar(archive_url: str, out: Path) -> tuple[float, float]:
     return time.monotonic() - start, cpu_seconds() - cpu
 
 
-def our_pull(artifact_id: str, config: CacheConfig, store_root: Path) -> tuple[float, float]:
-    """(seconds, CPU seconds) for a pull into an empty store."""
-    remove_tree(store_root)
+def our_pull(artifact_id: str, config: CacheConfig, store_root: Path,
+             fresh: bool = False) -> tuple[float, float]:
+    """(seconds, CPU seconds) for a pull into an empty store (`fresh`: a store_root that
+    does not exist yet, so nothing is removed just before the timed run)."""
+    if not fresh:
+        remove_tree(store_root)
     settle()
     cpu, start = cpu_seconds(), time.monotonic()
     got = pull(Store(store_root), artifact_id, config, stats=TransferStats())
@@ -275,12 +278,28 @@ def small_set(args: argparse.Namespace, ctx: Bench) -> dict[str, float]:
     archive_url = ctx.server.url("open") + archive.name
     tar: Runs = []
     ours: Runs = []
-    for _ in range(args.rounds):
-        tar.append(curl_tar(archive_url, ctx.work / "tar-out"))
-        ours.append(our_pull(p.manifest.id, ctx.config, ctx.work / "B-small"))
-    remove_tree(ctx.work / "tar-out")
+    # Every timed run writes ~12k new files into a new directory, and the outputs are removed
+    # only after the last round. ext4 does not hand out the inode of a file deleted in the
+    # last 60 s (5 min while its inode table block is dirty): `recently_deleted()` reads the
+    # inode table for every such free inode it passes, so creating 12k files right after
+    # removing 12k others cost up to 10x the kernel time (perf: 70 % of tar -x in
+    # find_get_block_common/recently_deleted, 0.9 s -> 8 s for the same archive). Removing
+    # the last round's output before each run measured that, not the pull or tar.
+    # Which of the two goes first alternates between rounds.
+    outs = ctx.work / "small-rounds"
+    remove_tree(outs)  # what an interrupted run left
+    outs.mkdir(parents=True)
+    store_root = outs / "B-small-0"
+    for r in range(args.rounds):
+        store_root = outs / f"B-small-{r}"
+        for method in ("tar", "ours") if r % 2 == 0 else ("ours", "tar"):
+            if method == "tar":
+                tar.append(curl_tar(archive_url, outs / f"tar-out-{r}"))
+            else:
+                ours.append(our_pull(p.manifest.id, ctx.config, store_root, fresh=True))
     delta = delta_line(ctx.store, ctx.wheel, SMALL, ctx.config, ctx.key,
-                       ctx.work / "B-small", p.size, ctx.server)
+                       store_root, p.size, ctx.server)
+    remove_tree(outs)
     ratio = med(tar) / med(ours)  # throughput ratio: same bytes, so baseline s / pull s
     print(f"\nsmall: {ctx.wheel.name} torch/ without lib/ as one artifact: "
           f"{len(p.manifest.files)} files, {p.size / 1e6:.0f} MB, {args.rounds} rounds "

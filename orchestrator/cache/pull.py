@@ -95,13 +95,15 @@ def pool_has_entries(store: Store) -> bool:
 
 def assemble(files: list[FileEntry], label: str, store: Store, backend: Backend, stage: Path,
              jobs: int, stats: TransferStats,
-             packed: dict[str, tuple[Pack, int]] | None = None) -> None:
+             packed: dict[str, tuple[Pack, int]] | None = None, read_only: bool = False) -> None:
     """Fill `stage` with these (validated) files: local hard links where possible, else
     download (artifact records and toolchain records alike); `packed`: contents that are
     pack members (CacheRecord.pack_members), the others are loose `cas/` blobs.
 
     Each distinct content is obtained once; further files with it are linked (or copied when
-    their exec bit differs). Pool files are linked as they are (already read-only). Paths
+    their exec bit differs). Pool files are linked as they are (already read-only).
+    `read_only`: new files get the store's final modes (0o444, 0o555) as they are created,
+    so the commit does not chmod them again (a toolchain's stay writable). Paths
     are plain strings here: pathlib costs more than the work for each of 10k small files.
     """
     packed = packed or {}
@@ -113,6 +115,7 @@ def assemble(files: list[FileEntry], label: str, store: Store, backend: Backend,
     made: set[str] = set()
     pool = pool_has_entries(store)  # a new store's pool is empty: no lookups then
     exact = exact_modes()
+    modes = {True: 0o555, False: 0o444} if read_only else {True: 0o755, False: 0o644}
     root = str(stage)
     for f in files:
         dest = f"{root}/{f.path}"
@@ -123,7 +126,7 @@ def assemble(files: list[FileEntry], label: str, store: Store, backend: Backend,
         if f.kind != "file":
             continue
         sha, exe = f.sha256 or "", bool(f.mode & 0o111)
-        mode = 0o755 if exe else 0o644
+        mode = modes[exe]
         if sha in seen:
             again.append((seen[sha], dest, exe))
             continue
@@ -156,7 +159,7 @@ def assemble(files: list[FileEntry], label: str, store: Store, backend: Backend,
             os.link(src, dest)
         else:
             shutil.copyfile(src, dest)
-            os.chmod(dest, 0o755 if exe else 0o644)
+            os.chmod(dest, modes[exe])
     for f in files:
         if f.kind == "symlink":
             os.symlink(f.target or "", f"{root}/{f.path}")
@@ -177,7 +180,7 @@ def pull_record(record: CacheRecord, store: Store, backend: Backend, jobs: int,
             return found
         with store.staging(record.name) as stage:
             assemble(record.manifest.files, f"pull {record.name[:12]}", store, backend, stage,
-                     jobs, stats, record.pack_members())
+                     jobs, stats, record.pack_members(), read_only=True)
             path = store.commit(stage, record.manifest)
     stats.seconds = time.monotonic() - start
     return path
