@@ -356,3 +356,61 @@ def test_gnu_hash_lookup_agrees_with_the_full_symbol_table(lib):
     again.close()
     assert fast.defines(b"memcpy", "GLIBC_2.14") if "libc.so" in lib else fast.defines(b"_ZdlPv", "GLIBCXX_3.4")
     fast.close()
+
+
+def test_symbol_lookups_split_across_a_fork_give_the_same_report(torch_dir, tmp_path, monkeypatch):
+    """torch's closure without libc10.so: thousands of c10 names missing in several files.
+    The lookups split between this process and a forked child find exactly what one process
+    finds, in the same order (and the split did run)."""
+    from orchestrator.verify.checks import linkage
+
+    art = tmp_path / "torch"
+    (art / "lib").mkdir(parents=True)
+    roots = []
+    for p in sorted((torch_dir / "lib").glob("*.so*")) + sorted(torch_dir.glob("_C.cpython-*.so")):
+        if p.name == "libc10.so":
+            continue
+        dest = art / p.relative_to(torch_dir)
+        os.link(p, dest) if p.stat().st_dev == art.stat().st_dev else shutil.copy(p, dest)
+        roots.append(dest)
+    interp = Interpreter(Path("/usr/bin/python3"), "3.11.2", ".cpython-311-x86_64-linux-gnu.so",
+                         "libpython3.11.so.1.0")
+
+    def report(split_min: int):
+        monkeypatch.setattr(linkage, "SPLIT_MIN_NAMES", split_min)
+        cfg = VerifyConfig(artifact="torch", root=art, prefix=art, roots=roots, interpreter=interp,
+                           toolchain_dirs=[art], torch=TorchFacts("2.13.0", art / "lib", True),
+                           python_dirs=[art.parent])
+        return verify_tree(cfg)
+
+    splits = []
+    real_both = linkage.both
+    monkeypatch.setattr(linkage, "both", lambda a, b: splits.append(1) or real_both(a, b))
+    monkeypatch.setattr(linkage, "cores", lambda: 2)
+    one = report(10**9)
+    assert not splits
+    two = report(0)
+    assert splits == [1]
+    symbols = [f for f in one.findings if f.check == "symbols"]
+    assert len({f.file for f in symbols}) >= 2 and len(symbols) > 50
+    assert [dataclasses.asdict(f) for f in two.findings] == [dataclasses.asdict(f) for f in one.findings]
+
+
+def test_fork_split_runs_the_second_half_in_a_child_and_falls_back_when_it_dies():
+    from orchestrator.verify.fork_split import both
+
+    parent = os.getpid()
+    assert both(lambda: os.getpid(), lambda: os.getpid()) != (parent, parent)
+    assert both(lambda: "mine", lambda: ["theirs", {"n": 1}]) == ("mine", ["theirs", {"n": 1}])
+
+    def dies_in_a_child() -> str:
+        if os.getpid() != parent:
+            os.kill(os.getpid(), 9)
+        return "computed here"
+    assert both(lambda: 1, dies_in_a_child) == (1, "computed here")
+
+    def raises_in_a_child() -> int:
+        if os.getpid() != parent:
+            raise RuntimeError("child")
+        return 2
+    assert both(lambda: 1, raises_in_a_child) == (1, 2)

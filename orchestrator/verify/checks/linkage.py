@@ -6,7 +6,8 @@ import fnmatch
 
 from orchestrator.verify.checks.state import State
 from orchestrator.verify.demangle import demangle
-from orchestrator.verify.elf import ElfInfo
+from orchestrator.verify.elf import ElfInfo, Undefined
+from orchestrator.verify.fork_split import both, cores
 from orchestrator.verify.gnuhash import gnu_hash
 from orchestrator.verify.inputs import BASE_SYSTEM_LIBS
 from orchestrator.verify.report import Finding
@@ -49,39 +50,98 @@ def check_resolution(st: State) -> list[Finding]:
 
 # Symbols ------------------------------------------------------------------------------
 
+# Undefined names (all files together) from which the lookups are split between this
+# process and a forked child on a machine with 2+ cores: below it, the fork costs more.
+SPLIT_MIN_NAMES = 2000
+
+Span = tuple[str, int, int]  # (file, first, end): a run of one file's undefined names
+
+
+def _missing(st: State, rel: str, lo: int, hi: int) -> list[int]:
+    """Indices in lo..hi-1 of rel's undefined names that no library of its closure defines
+    (non-weak, at the version asked for)."""
+    obj = st.objects[rel]
+    closure = st.closures[rel]
+    others = [o for o in closure.objects if o is not obj]
+    by_soname: dict[str, ElfInfo] = {}
+    for o in closure.objects:
+        by_soname.setdefault(o.soname or o.path.name, o)
+    missing = []
+    # Each provider's .gnu.hash bloom filter rejects most names with one word test. The
+    # question is whether any provider defines a name, not which one ld.so binds, so the
+    # provider that answered last is asked first (libtorch_python's 5,700 names mostly
+    # come from two of its 16 libraries).
+    providers = [(o, st.bloom(o)) for o in others]
+    undefined = obj.undefined
+    for k in range(lo, hi):
+        u = undefined[k]
+        # A versioned reference names its library: ask that one first (usually the answer).
+        first = by_soname.get(u.version_file) if u.version_file else None
+        if first is not None and first is not obj and first.defines(u.name, u.version):
+            continue
+        h = gnu_hash(u.name)
+        for i, (o, bl) in enumerate(providers):
+            if bl is not None:
+                words, size, shift, bits = bl
+                if not size or not ((words[(h // bits) % size] >> (h % bits))
+                                    & (words[(h // bits) % size] >> ((h >> shift) % bits)) & 1):
+                    continue
+            if o is not first and o.defines(u.name, u.version, h if bl is not None else None):
+                if i:
+                    providers.insert(0, providers.pop(i))
+                break
+        else:
+            missing.append(k)
+    return missing
+
+
+def _halves(st: State) -> tuple[list[Span], list[Span]]:
+    """Every file's undefined names in two runs of (nearly) equal count, in file order."""
+    total = sum(len(o.undefined) for o in st.objects.values())
+    half, seen = total // 2, 0
+    first: list[Span] = []
+    second: list[Span] = []
+    for rel, obj in st.objects.items():
+        n = len(obj.undefined)
+        cut = min(max(half - seen, 0), n)
+        if cut:
+            first.append((rel, 0, cut))
+        if cut < n:
+            second.append((rel, cut, n))
+        seen += n
+    return first, second
+
+
+def missing_symbols(st: State) -> dict[str, list[Undefined]]:
+    """Each file's undefined names that its closure does not define. With many names and
+    2+ cores, half of the lookups run in a forked child (verify/fork_split.py)."""
+    def run(spans: list[Span]) -> list[tuple[str, list[int]]]:
+        return [(rel, _missing(st, rel, lo, hi)) for rel, lo, hi in spans]
+
+    first, second = _halves(st)
+    if sum(hi - lo for _, lo, hi in first + second) >= SPLIT_MIN_NAMES and cores() >= 2:
+        mine, theirs = both(lambda: run(first), lambda: run(second))
+        answers = mine + theirs
+    else:
+        answers = run(first + second)
+    out: dict[str, list[Undefined]] = {rel: [] for rel in st.objects}
+    for rel, indices in answers:
+        undefined = st.objects[rel].undefined
+        out[rel] += [undefined[k] for k in indices]
+    return out
+
+
 def check_symbols(st: State) -> list[Finding]:
     """Every non-weak undefined dynamic symbol is defined in the closure (at its version)."""
     out: list[Finding] = []
+    missing_of = missing_symbols(st)
     for rel, obj in st.objects.items():
         closure = st.closures[rel]
         others = [o for o in closure.objects if o is not obj]
         by_soname: dict[str, ElfInfo] = {}
         for o in closure.objects:
             by_soname.setdefault(o.soname or o.path.name, o)
-        missing = []
-        # Each provider's .gnu.hash bloom filter rejects most names with one word test. The
-        # question is whether any provider defines a name, not which one ld.so binds, so the
-        # provider that answered last is asked first (libtorch_python's 5,700 names mostly
-        # come from two of its 16 libraries).
-        providers = [(o, st.bloom(o)) for o in others]
-        for u in obj.undefined:
-            # A versioned reference names its library: ask that one first (usually the answer).
-            first = by_soname.get(u.version_file) if u.version_file else None
-            if first is not None and first is not obj and first.defines(u.name, u.version):
-                continue
-            h = gnu_hash(u.name)
-            for i, (o, bl) in enumerate(providers):
-                if bl is not None:
-                    words, size, shift, bits = bl
-                    if not size or not ((words[(h // bits) % size] >> (h % bits))
-                                        & (words[(h // bits) % size] >> ((h >> shift) % bits)) & 1):
-                        continue
-                if o is not first and o.defines(u.name, u.version, h if bl is not None else None):
-                    if i:
-                        providers.insert(0, providers.pop(i))
-                    break
-            else:
-                missing.append(u)
+        missing = missing_of[rel]
         st.unresolved[rel] = missing
         for file, versions in sorted(obj.version_needs.items()):
             lib = by_soname.get(file)
