@@ -116,6 +116,7 @@ def assemble(files: list[FileEntry], label: str, store: Store, backend: Backend,
     pool = pool_has_entries(store)  # a new store's pool is empty: no lookups then
     exact = exact_modes()
     modes = {True: 0o555, False: 0o444} if read_only else {True: 0o755, False: 0o644}
+    pooled: set[str] = set()  # linked from the pool: the commit leaves these inodes as they are
     root = str(stage)
     for f in files:
         dest = f"{root}/{f.path}"
@@ -135,6 +136,7 @@ def assemble(files: list[FileEntry], label: str, store: Store, backend: Backend,
         other = store.link_for(sha, not exe) if pool and local is None else None
         if local is not None and local.stat().st_size == f.size:
             os.link(local, dest)
+            pooled.add(dest)
         elif other is not None and other.stat().st_size == f.size:
             shutil.copyfile(other, dest)
             fresh.append((dest, mode))
@@ -163,9 +165,11 @@ def assemble(files: list[FileEntry], label: str, store: Store, backend: Backend,
     for f in files:
         if f.kind == "symlink":
             os.symlink(f.target or "", f"{root}/{f.path}")
-        elif f.kind == "file" and f.sha256:
+        elif f.kind == "file" and f.sha256 and (not read_only or f"{root}/{f.path}" in pooled):
             # checked on the way in (a download's sha256, the pool's own name): a later scan
-            # in this process (the toolchain's full check, a commit) does not read it again
+            # in this process (the toolchain's full check, a reverify) does not read it again.
+            # An artifact's commit links each new file into the pool, which changes its
+            # ctime: its hash remembered now would never be asked for (12k lstat calls).
             remember_sha256(os.lstat(f"{root}/{f.path}"), f.sha256)
 
 
