@@ -155,12 +155,10 @@ def curl_tar(archive_url: str, out: Path) -> tuple[float, float]:
     return time.monotonic() - start, cpu_seconds() - cpu
 
 
-def our_pull(artifact_id: str, config: CacheConfig, store_root: Path,
-             fresh: bool = False) -> tuple[float, float]:
-    """(seconds, CPU seconds) for a pull into an empty store (`fresh`: a store_root that
-    does not exist yet, so nothing is removed just before the timed run)."""
-    if not fresh:
-        remove_tree(store_root)
+def our_pull(artifact_id: str, config: CacheConfig, store_root: Path) -> tuple[float, float]:
+    """(seconds, CPU seconds) for a pull into an empty store (a store_root that does not
+    exist yet has nothing to remove)."""
+    remove_tree(store_root)
     settle()
     cpu, start = cpu_seconds(), time.monotonic()
     got = pull(Store(store_root), artifact_id, config, stats=TransferStats())
@@ -296,7 +294,7 @@ def small_set(args: argparse.Namespace, ctx: Bench) -> dict[str, float]:
             if method == "tar":
                 tar.append(curl_tar(archive_url, outs / f"tar-out-{r}"))
             else:
-                ours.append(our_pull(p.manifest.id, ctx.config, store_root, fresh=True))
+                ours.append(our_pull(p.manifest.id, ctx.config, store_root))
     delta = delta_line(ctx.store, ctx.wheel, SMALL, ctx.config, ctx.key,
                        store_root, p.size, ctx.server)
     remove_tree(outs)

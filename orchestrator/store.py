@@ -165,9 +165,11 @@ class Store:
             mode = 0o555 if executable else 0o444
             pooled = f"{links}/{pool_name(entry.sha256 or '', executable)}"
             fst = os.stat(f)
+            chmod = stat.S_IMODE(fst.st_mode) != mode
             if fst.st_nlink == 1:
-                if stat.S_IMODE(fst.st_mode) != mode:
+                if chmod:
                     os.chmod(f, mode)
+                    chmod = False
                 if self._pool(f, pooled):
                     stats.bytes_new += entry.size
                     continue
@@ -177,7 +179,7 @@ class Store:
                 pst = None
             if pst is not None and stat.S_ISREG(pst.st_mode):
                 if (pst.st_ino, pst.st_dev) == (fst.st_ino, fst.st_dev):
-                    if stat.S_IMODE(fst.st_mode) != mode:  # a pool inode has its mode already
+                    if chmod:  # a pool inode has its mode already
                         os.chmod(f, mode)
                     stats.bytes_linked += entry.size
                     continue
@@ -187,7 +189,7 @@ class Store:
                     os.replace(tmp, f)
                     stats.bytes_linked += entry.size
                     continue
-            if stat.S_IMODE(fst.st_mode) != mode:
+            if chmod:
                 os.chmod(f, mode)
             self._pool(f, pooled)
             stats.bytes_new += entry.size

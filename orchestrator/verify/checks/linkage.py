@@ -57,15 +57,21 @@ SPLIT_MIN_NAMES = 2000
 Span = tuple[str, int, int]  # (file, first, end): a run of one file's undefined names
 
 
+def _closure_of(st: State, rel: str) -> tuple[list[ElfInfo], dict[str, ElfInfo]]:
+    """rel's closure without rel itself, and its libraries by soname (the first wins)."""
+    obj = st.objects[rel]
+    closure = st.closures[rel]
+    by_soname: dict[str, ElfInfo] = {}
+    for o in closure.objects:
+        by_soname.setdefault(o.soname or o.path.name, o)
+    return [o for o in closure.objects if o is not obj], by_soname
+
+
 def _missing(st: State, rel: str, lo: int, hi: int) -> list[int]:
     """Indices in lo..hi-1 of rel's undefined names that no library of its closure defines
     (non-weak, at the version asked for)."""
     obj = st.objects[rel]
-    closure = st.closures[rel]
-    others = [o for o in closure.objects if o is not obj]
-    by_soname: dict[str, ElfInfo] = {}
-    for o in closure.objects:
-        by_soname.setdefault(o.soname or o.path.name, o)
+    others, by_soname = _closure_of(st, rel)
     missing = []
     # Each provider's .gnu.hash bloom filter rejects most names with one word test. The
     # question is whether any provider defines a name, not which one ld.so binds, so the
@@ -136,11 +142,7 @@ def check_symbols(st: State) -> list[Finding]:
     out: list[Finding] = []
     missing_of = missing_symbols(st)
     for rel, obj in st.objects.items():
-        closure = st.closures[rel]
-        others = [o for o in closure.objects if o is not obj]
-        by_soname: dict[str, ElfInfo] = {}
-        for o in closure.objects:
-            by_soname.setdefault(o.soname or o.path.name, o)
+        others, by_soname = _closure_of(st, rel)
         missing = missing_of[rel]
         st.unresolved[rel] = missing
         for file, versions in sorted(obj.version_needs.items()):
