@@ -197,8 +197,7 @@ class Store:
 
     @staticmethod
     def _pool(f: str, pooled: str) -> bool:
-        """Link `f` into the pool as `pooled`: False when that name is taken. A file system
-        that refuses (another device, too many links) keeps the file as its own copy."""
+        """Link `f` into the pool as `pooled`: False if that name is taken (EXDEV, EMLINK: kept)."""
         try:
             os.link(f, pooled)
         except FileExistsError:
