@@ -8,19 +8,18 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
-import hmac
-import json
 import os
 import re
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from orchestrator.fs import (durable_commits, fsync_dir, fsync_tree_level, is_stale_temp,
                              make_writable, remove_tree, temp_in, temp_sibling, write_atomic)
-from orchestrator.hashing import canonical_json, local_secret, pretty_json, remember_sha256
+from orchestrator.hashing import pretty_json, remember_sha256
+from orchestrator.stage_record import (NS, STAGE_RECORD, StageRecord, read_record, seen_of,
+                                       write_record)
 from orchestrator.store_layout import MANIFEST_NAME
 
 if TYPE_CHECKING:  # filelock (asyncio with it) is imported when a lock is taken; the
@@ -28,11 +27,6 @@ if TYPE_CHECKING:  # filelock (asyncio with it) is imported when a lock is taken
     from filelock import FileLock
 
     from orchestrator.model.manifest import Manifest
-
-# In a build tree: what its last commit staged, {"epoch", "files": {path: [size, exec,
-# source dev, ino, size, mtime_ns, ctime_ns, sha256]}} (see Store.reuse_unchanged).
-STAGE_RECORD = ".orch-stage-record.json"
-NS = 1_000_000_000
 
 ARTIFACT_RE = re.compile(r"^(?P<id>[0-9a-f]{40})-(?P<recipe>[a-z0-9][a-z0-9_.-]*?)-(?P<variant>[a-z0-9][a-z0-9_.-]*)$")
 
@@ -47,16 +41,6 @@ class CommitStats:
 def pool_name(sha256: str, executable: bool) -> str:
     """The name of a content's inode in links/ (its exec bit is part of the inode)."""
     return sha256 + ("-x" if executable else "")
-
-
-@dataclass
-class StageRecord:
-    """What `reuse_unchanged` saw of a stage, written into its build tree at commit."""
-    path: Path                      # <build tree>/.orch-stage-record.json
-    epoch: str                      # configure arguments + install scripts
-    # staged path -> [size, exec, source dev, ino, size, mtime_ns, ctime_ns]
-    seen: dict[str, list] = field(default_factory=dict)
-    reused: int = 0                 # staged files replaced by their pool inode (not hashed)
 
 
 class Store:
@@ -222,14 +206,7 @@ class Store:
         never written), so no later build can change a committed file."""
         record = StageRecord(build_dir / STAGE_RECORD, epoch)
         self._records[stage] = record
-        try:
-            previous = json.loads(record.path.read_text())
-            files = previous["files"]
-            if previous.get("epoch") != epoch or not hmac.compare_digest(
-                    str(previous.get("mac")), self._record_mac(epoch, files)):
-                files = {}  # another configure, or not written by this store: hash everything
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            files = {}
+        files = read_record(self.root, build_dir, epoch)
         linked: list[tuple[Path, str]] = []
         for dirpath, _, names in os.walk(stage):
             for name in names:
@@ -246,14 +223,13 @@ class Store:
                 if st.st_mtime_ns // NS != src.st_mtime_ns // NS or src.st_ctime_ns > st.st_ctime_ns:
                     continue  # not a plain copy of the source as it is now (the install gives
                     # a copy its source's mtime; a source changed after the copy is newer)
-                seen = [st.st_size, bool(st.st_mode & 0o111), src.st_dev, src.st_ino,
-                        src.st_size, src.st_mtime_ns, src.st_ctime_ns]
-                record.seen[rel] = seen
-                old = files.get(rel)
-                if not (isinstance(old, list) and old[:-1] == seen):
+                seen = record.seen[rel] = seen_of(st.st_size, st.st_mode, src)
+                found = self._pooled(files.get(rel), seen)
+                if found is None:
                     continue
-                pooled = self.link_for(str(old[-1]), seen[1])
-                if pooled is None or pooled.stat().st_size != st.st_size:
+                pooled, pool_st = found
+                if pool_st.st_ino == st.st_ino:  # the builder linked it (pooled_copy)
+                    linked.append((f, str(files[rel][-1])))
                     continue
                 tmp = temp_sibling(f)
                 try:
@@ -261,30 +237,34 @@ class Store:
                 except OSError:  # too many links, another device: hashed as before
                     continue
                 os.replace(tmp, f)
-                linked.append((f, str(old[-1])))
+                linked.append((f, str(files[rel][-1])))
         for f, digest in linked:  # after every link: a link changes the inode's ctime
             remember_sha256(f.lstat(), digest)
         record.reused = len(linked)
         return record
 
-    def _write_record(self, staged: Path, manifest: Manifest) -> None:
-        """The record the next build's reuse_unchanged compares with (best effort: without
-        it the next commit hashes everything, as before)."""
-        record = self._records.pop(staged, None)
-        if record is None:
-            return
-        files = {e.path: [*record.seen[e.path], e.sha256] for e in manifest.files
-                 if e.kind == "file" and e.path in record.seen}
-        with contextlib.suppress(OSError):
-            write_atomic(record.path, json.dumps({"epoch": record.epoch, "files": files,
-                                                  "mac": self._record_mac(record.epoch, files)}),
-                         durable=False)
+    def pooled_copy(self, files: dict[str, list], rel: str, source: Path) -> Path | None:
+        """The pool inode the last commit staged as `rel`, a shutil.copy2 of `source`, when
+        `source` is as it was then (`files`: stage_record.read_record's): a builder links it instead
+        of copying the file again."""
+        try:
+            src = source.stat()
+        except OSError:
+            return None
+        found = self._pooled(files.get(rel), seen_of(src.st_size, src.st_mode, src))
+        return found[0] if found else None
 
-    def _record_mac(self, epoch: str, files: object) -> str:
-        """HMAC of a stage record under the store's secret: a record edited by anyone who
-        cannot read <store>/cache/stage-records.key links nothing."""
-        key = local_secret(self.root / "cache" / "stage-records.key")
-        return hmac.new(key, canonical_json([epoch, files]), hashlib.sha256).hexdigest()
+    def _pooled(self, old: object, seen: list) -> tuple[Path, os.stat_result] | None:
+        """The pool inode (and its stat) of a record entry `old` whose copy and source were
+        `seen` as now."""
+        if not (isinstance(old, list) and old[:-1] == seen):
+            return None
+        pooled = self.links_dir / pool_name(str(old[-1]), seen[1])
+        try:
+            st = pooled.stat()
+        except OSError:
+            return None
+        return (pooled, st) if stat.S_ISREG(st.st_mode) and st.st_size == seen[0] else None
 
     def commit(self, staged: Path, manifest: Manifest) -> Path:
         """Dedupe, write manifest.json, make read-only, rename into store/ in one step."""
@@ -311,7 +291,10 @@ class Store:
             os.chmod(final, 0o555)
             if durable:
                 fsync_dir(self.store_dir)
-            self._write_record(staged, manifest)
+            record = self._records.pop(staged, None)
+            if record is not None:
+                write_record(self.root, record, {e.path: e.sha256 for e in manifest.files
+                                                 if e.kind == "file"})
         return final
 
     # -- gc -------------------------------------------------------------------------------

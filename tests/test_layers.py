@@ -18,7 +18,7 @@ LAYERS: list[list[str]] = [
     ["__init__", "errors", "hashing", "fs", "console", "logical_paths", "platform_facts",
      "model", "tree_manifest", "read_trace", "store_layout", "command_line", "process_group"],
     ["settings", "cli_vars"],
-    ["store", "lock", "debugger_env"],
+    ["store", "stage_record", "lock", "debugger_env"],
     ["toolchain", "machine_check", "sources"],
     ["plan", "selection", "artifact_ref", "plan_memo", "head_start"],
     ["builders", "verify", "cache"],
