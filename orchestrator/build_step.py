@@ -4,20 +4,23 @@ The build gets the toolchain's environment, the compile cache's (with its stats 
 the build, and its server stopped whatever happens), the variant's env and MAX_JOBS. After
 it, staged files the build tree's last commit staged alike become their pool inodes
 (`Store.reuse_unchanged`): an incremental build's commit and verify then read only what
-changed. check=1 and rebuild=1 build in a new or wiped tree, which has no record to reuse.
+changed. A builder's own copies into meta/ are linked from the pool while it builds
+(`BuildContext.keep_copy`), so an unchanged one is not even copied. check=1 and rebuild=1 build in a new or wiped tree, which has no record to reuse.
 """
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from orchestrator.builders.cmake_steps import CONFIGURE_STAMP
 from orchestrator.builders.compile_cache import launcher
 from orchestrator.builders.context import BuildContext
-from orchestrator.builders.install_map import install_sources
+from orchestrator.builders.install_map import InstallMap, install_sources
 from orchestrator.builders.registry import get_builder
 from orchestrator.hashing import digest_of
 from orchestrator.plan import Plan
 from orchestrator.settings import Settings
+from orchestrator.stage_record import read_record
 from orchestrator.store import Store
 from orchestrator.toolchain import Toolchain
 
@@ -34,7 +37,8 @@ def run_builder(settings: Settings, store: Store, plan: Plan, toolchain: Toolcha
     ctx = BuildContext(plan=plan, toolchain=toolchain, source_dir=plan.source_dir,
                        build_dir=build_dir, stage=stage, env=env, jobs=settings.jobs,
                        log=stage / "meta" / "build.log", compile_cache=cc,
-                       keep_going=settings.keep_going)
+                       keep_going=settings.keep_going,
+                       pooled_copy=copies_as_committed(store, build_dir))
     launcher.begin_build(cc, env)
     try:
         used = get_builder(plan.recipe.build.system).build(ctx) or ctx  # e.g. a source copy
@@ -45,24 +49,45 @@ def run_builder(settings: Settings, store: Store, plan: Plan, toolchain: Toolcha
     return used
 
 
+def epoch_of(build_dir: Path) -> tuple[str, InstallMap] | None:
+    """What the stage record's copies depend on besides their sources: the configure stamp
+    (the digest of cmake's arguments) and the install scripts; None for trees CMake did not
+    configure and install (setuptools, pep517: their outputs are hashed)."""
+    try:
+        stamp = (build_dir / CONFIGURE_STAMP).read_text()
+    except OSError:
+        return None
+    scripts, installed = install_sources(build_dir)
+    return (digest_of([stamp, scripts]), installed) if scripts else None
+
+
+def copies_as_committed(store: Store, build_dir: Path) -> Callable[[str, Path], Path | None]:
+    """BuildContext.pooled_copy: the build tree's last record, read once, when a builder
+    first keeps a copy (after configure and ninja: the epoch is this build's)."""
+    files: dict[str, list] | None = None
+
+    def pooled(rel: str, source: Path) -> Path | None:
+        nonlocal files
+        if files is None:
+            epoch = epoch_of(build_dir)
+            files = read_record(store.root, build_dir, epoch[0]) if epoch else {}
+        return store.pooled_copy(files, rel, source)
+    return pooled
+
+
 def reuse_installed(store: Store, stage: Path, build_dir: Path,
                     copies: dict[str, Path]) -> None:
     """Staged copies of unchanged build-tree or source files get their committed inodes
     (Store.reuse_unchanged): what the install copied (the install scripts say which file
-    each is) and what the builder copied into meta/ (`copies`). Only for trees CMake
-    configured and installed: the configure stamp (the digest of cmake's arguments) and
-    the install scripts are the epoch."""
-    try:
-        stamp = (build_dir / CONFIGURE_STAMP).read_text()
-    except OSError:
-        return  # setuptools, pep517: their outputs are hashed
-    scripts, installed = install_sources(build_dir)
-    if not scripts:
+    each is) and what the builder copied into meta/ (`copies`)."""
+    epoch = epoch_of(build_dir)
+    if epoch is None:
         return
+    installed = epoch[1]
 
     def source_of(rel: str) -> Path | None:
         if rel.startswith("prefix/"):
             return installed.source_of(rel[len("prefix/"):])
         return copies.get(rel)
 
-    store.reuse_unchanged(stage, build_dir, digest_of([stamp, scripts]), source_of)
+    store.reuse_unchanged(stage, build_dir, epoch[0], source_of)

@@ -3,17 +3,21 @@ builds (cmake, ninja, gcc), run in this process so that every file the build has
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from orchestrator import hashing
-from orchestrator.builders import install_map
+from orchestrator.builders import context, install_map
+from orchestrator.builders.pytorch_meta import link_compile_commands_into_meta
 from orchestrator.hashing import sha256_file
 from orchestrator.read_trace import stat_sig
 from orchestrator.realise import realise
 from orchestrator.settings import Settings
-from orchestrator.store import STAGE_RECORD, Store
+from orchestrator.stage_record import STAGE_RECORD
+from orchestrator.store import Store
 from orchestrator.verify import cache as verify_cache
 
 UNCHANGED = ["prefix/lib/libdemo_core.so", "prefix/include/demo/core.h",
@@ -75,6 +79,64 @@ def test_an_edited_cpp_rehashes_only_what_changed(project, store, build):
     assert "prefix/include/demo/core.h" in read and "prefix/include/demo/ops.h" not in read
     assert "1-d tensor" in (third / "prefix/include/demo/core.h").read_text()
     manifest_matches_content(third)
+
+
+def test_unchanged_meta_copies_are_linked_from_the_pool_not_copied(project, store, build,
+                                                                   monkeypatch):
+    """BuildContext.keep_copy: the builder's copies into meta/ of build-tree files its last
+    commit staged alike are the pool's inodes from the start (no copy made); a changed one
+    is copied, and the artifact holds its new content."""
+    copied: list[str] = []
+    real_copy2 = context.shutil.copy2
+
+    def counting(src, dest, *a, **k):  # noqa: ANN001, ANN202
+        copied.append(Path(dest).name)
+        return real_copy2(src, dest, *a, **k)
+
+    def build_counting() -> Path:
+        copied.clear()
+        monkeypatch.setattr(context.shutil, "copy2", counting)  # (build() undoes patches)
+        return build()[0]
+
+    first = build_counting()
+    assert {"CMakeCache.txt", "compile_commands.json"} <= set(copied)  # no record yet
+    edit_kernel(project, 3)
+    second = build_counting()
+    assert "CMakeCache.txt" not in copied and "compile_commands.json" not in copied, copied
+    for rel in ("meta/CMakeCache.txt", "meta/compile_commands.json"):
+        assert (second / rel).stat().st_ino == (first / rel).stat().st_ino
+    manifest_matches_content(second)
+    # The build tree's compile_commands.json rewritten (same size): copied again, committed new.
+    [tree] = (Path(store) / "build").glob("demo-*")
+    cc = tree / "compile_commands.json"
+    cc.write_text(cc.read_text().replace('"command"', '"COMMAND"', 1))
+    edit_kernel(project, 4)
+    third = build_counting()
+    assert "compile_commands.json" in copied and "CMakeCache.txt" not in copied, copied
+    assert '"COMMAND"' in (third / "meta/compile_commands.json").read_text()
+    assert '"COMMAND"' not in (second / "meta/compile_commands.json").read_text()
+    manifest_matches_content(third)
+
+
+def test_a_merged_compile_commands_never_writes_into_a_kept_copy(tmp_path):
+    """meta/compile_commands.json may be a committed inode (keep_copy): the merge of
+    PyTorch's several compile_commands.json replaces it, never writes through it."""
+    build_dir, meta = tmp_path / "build", tmp_path / "stage" / "meta"
+    build_dir.mkdir()
+    meta.mkdir(parents=True)
+    (build_dir / "compile_commands.json").write_text('[{"file": "a.cpp"}]')
+    (build_dir / "torch_compile_commands.json").write_text('[{"file": "b.cpp"}]')
+    pooled = tmp_path / "pooled"
+    pooled.write_text('[{"file": "a.cpp"}]')
+    pooled.chmod(0o444)
+    os.link(pooled, meta / "compile_commands.json")
+    ctx = SimpleNamespace(build_dir=build_dir, meta=meta,
+                          copies={"meta/compile_commands.json": build_dir / "compile_commands.json"})
+    link_compile_commands_into_meta(ctx)
+    assert pooled.read_text() == '[{"file": "a.cpp"}]'
+    assert [e["file"] for e in json.loads((meta / "compile_commands.json").read_text())] == \
+        ["a.cpp", "b.cpp"]
+    assert "meta/compile_commands.json" not in ctx.copies
 
 
 def test_a_tampered_record_links_nothing(project, store, build):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 from orchestrator import head_start
@@ -164,6 +163,5 @@ def collect_meta(ctx: BuildContext) -> None:
                        ("compile_commands.json", "compile_commands.json")):
         src = ctx.build_dir / name
         if src.is_file():
-            shutil.copy2(src, ctx.meta / dest)
-            ctx.copies[f"meta/{dest}"] = src
+            ctx.keep_copy(src, f"meta/{dest}")
 

@@ -3,9 +3,11 @@ kept (build_dir_key)."""
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol
 
 from orchestrator.builders.compile_cache.kind import OFF, CompileCache
 from orchestrator.logical_paths import LOGICAL_BUILD_ROOT, LOGICAL_SRC_ROOT
@@ -29,6 +31,28 @@ class BuildContext:
     # Staged path ("meta/...") -> the build-tree or source file it is a plain copy of
     # (shutil.copy2): build_step gives it the committed inode when that file is unchanged.
     copies: dict[str, Path] = field(default_factory=dict)
+    # (staged path, source) -> the pool inode the build tree's last commit gave that very
+    # copy, when the source is as it was then (Store.pooled_copy); None: copy it.
+    pooled_copy: Callable[[str, Path], Path | None] | None = None
+
+    def keep_copy(self, source: Path, rel: str) -> None:
+        """stage/rel becomes a plain copy of `source` (shutil.copy2), noted in `copies`. An
+        unchanged one is linked from the pool instead: PyTorch's generated sources are 32 MB
+        copied again by every incremental build otherwise. Nothing may write into a kept
+        copy afterwards (it may be a committed inode): replace it instead."""
+        dest = self.stage / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if dest.exists() or dest.is_symlink():
+            dest.unlink()
+        self.copies[rel] = source
+        pooled = self.pooled_copy(rel, source) if self.pooled_copy else None
+        if pooled is not None:
+            try:
+                os.link(pooled, dest)
+                return
+            except OSError:  # too many links, another device: copied as before
+                pass
+        shutil.copy2(source, dest)
 
     @property
     def prefix(self) -> Path:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -36,10 +35,7 @@ def collect_generated(ctx: BuildContext) -> list[str]:
                 if not f.is_file() or CAPABILITY_WRAPPER.search(f.name):
                     continue
                 rel = f"{logical.removeprefix('/orch/')}/{f.relative_to(root).as_posix()}"
-                dest = ctx.meta / rel
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(f, dest)
-                ctx.copies[f"meta/{rel}"] = f
+                ctx.keep_copy(f, f"meta/{rel}")
                 kept.append(rel)
     return kept
 
@@ -76,7 +72,9 @@ def link_compile_commands_into_meta(ctx: BuildContext) -> None:
         entries += json.loads(f.read_text())
     if entries:
         ctx.copies.pop("meta/compile_commands.json", None)  # merged: not a copy
-        (ctx.meta / "compile_commands.json").write_text(json.dumps(entries, indent=1))
+        merged = ctx.meta / "compile_commands.json"
+        merged.unlink(missing_ok=True)  # a kept copy may be a committed inode: never written
+        merged.write_text(json.dumps(entries, indent=1))
 
 
 def checkout_links(ctx: BuildContext) -> dict[str, str]:
