@@ -5,12 +5,14 @@ the build, and its server stopped whatever happens), the variant's env and MAX_J
 it, staged files the build tree's last commit staged alike become their pool inodes
 (`Store.reuse_unchanged`): an incremental build's commit and verify then read only what
 changed. A builder's own copies into meta/ are linked from the pool while it builds
-(`BuildContext.keep_copy`), so an unchanged one is not even copied. check=1 and rebuild=1 build in a new or wiped tree, which has no record to reuse.
+(`BuildContext.keep_copy`), so an unchanged one is not even copied; the record is read once
+for both (`CommittedCopies`). check=1 and rebuild=1 build in a new or wiped tree, which has
+no record to reuse.
 """
 from __future__ import annotations
 
+import threading
 from pathlib import Path
-from typing import Callable
 
 from orchestrator.builders.cmake_steps import CONFIGURE_STAMP
 from orchestrator.builders.compile_cache import launcher
@@ -29,6 +31,7 @@ def run_builder(settings: Settings, store: Store, plan: Plan, toolchain: Toolcha
                 build_dir: Path, stage: Path, compile_cache: str) -> BuildContext:
     """Run the recipe's builder: build_dir → stage/prefix + stage/meta; the context used."""
     (stage / "meta").mkdir()
+    committed = CommittedCopies(store, build_dir)
     cc = launcher.for_build(settings, compile_cache, toolchain.deb_root, store.root / "ccache",
                             toolchain.venv)
     env = {**toolchain.build_env(),
@@ -38,14 +41,14 @@ def run_builder(settings: Settings, store: Store, plan: Plan, toolchain: Toolcha
                        build_dir=build_dir, stage=stage, env=env, jobs=settings.jobs,
                        log=stage / "meta" / "build.log", compile_cache=cc,
                        keep_going=settings.keep_going,
-                       pooled_copy=copies_as_committed(store, build_dir))
+                       pooled_copy=committed.pooled)
     launcher.begin_build(cc, env)
     try:
         used = get_builder(plan.recipe.build.system).build(ctx) or ctx  # e.g. a source copy
         launcher.report_build(cc, build_dir)  # the summary's hits/misses line
     finally:
         launcher.end_build(cc)  # sccache: its server stops with the build
-    reuse_installed(store, stage, build_dir, used.copies)
+    reuse_installed(store, stage, committed, used.copies)
     return used
 
 
@@ -61,33 +64,50 @@ def epoch_of(build_dir: Path) -> tuple[str, InstallMap] | None:
     return (digest_of([stamp, scripts]), installed) if scripts else None
 
 
-def copies_as_committed(store: Store, build_dir: Path) -> Callable[[str, Path], Path | None]:
-    """BuildContext.pooled_copy: the build tree's last record, read once, when a builder
-    first keeps a copy (after configure and ninja: the epoch is this build's)."""
-    files: dict[str, list] | None = None
+class CommittedCopies:
+    """The build tree's last stage record, read once per epoch: a builder's kept copies take
+    the epoch of their first one (after configure, so this build's; the PyTorch builder keeps
+    copies from two threads), and reuse_installed, which makes the epoch again after the
+    install, reads the record again only if the epoch differs."""
 
-    def pooled(rel: str, source: Path) -> Path | None:
-        nonlocal files
-        if files is None:
-            epoch = epoch_of(build_dir)
-            files = read_record(store.root, build_dir, epoch[0]) if epoch else {}
-        return store.pooled_copy(files, rel, source)
-    return pooled
+    def __init__(self, store: Store, build_dir: Path) -> None:
+        self.store, self.build_dir = store, build_dir
+        self._lock = threading.Lock()
+        self._read: tuple[str | None, dict[str, list]] | None = None  # (epoch, its files)
+
+    def files(self, epoch: str | None) -> dict[str, list]:
+        """The record's files under `epoch` ({} for None: no CMake install)."""
+        with self._lock:
+            if self._read is None or self._read[0] != epoch:
+                files = read_record(self.store.root, self.build_dir, epoch) if epoch else {}
+                self._read = (epoch, files)
+            return self._read[1]
+
+    def pooled(self, rel: str, source: Path) -> Path | None:
+        """BuildContext.pooled_copy."""
+        read = self._read
+        if read is None:  # the first kept copy: this build's epoch
+            epoch = epoch_of(self.build_dir)
+            files = self.files(epoch[0] if epoch else None)
+        else:
+            files = read[1]
+        return self.store.pooled_copy(files, rel, source)
 
 
-def reuse_installed(store: Store, stage: Path, build_dir: Path,
+def reuse_installed(store: Store, stage: Path, committed: CommittedCopies,
                     copies: dict[str, Path]) -> None:
     """Staged copies of unchanged build-tree or source files get their committed inodes
     (Store.reuse_unchanged): what the install copied (the install scripts say which file
     each is) and what the builder copied into meta/ (`copies`)."""
-    epoch = epoch_of(build_dir)
+    epoch = epoch_of(committed.build_dir)
     if epoch is None:
         return
-    installed = epoch[1]
+    digest, installed = epoch
 
     def source_of(rel: str) -> Path | None:
         if rel.startswith("prefix/"):
             return installed.source_of(rel[len("prefix/"):])
         return copies.get(rel)
 
-    store.reuse_unchanged(stage, build_dir, epoch[0], source_of)
+    store.reuse_unchanged(stage, committed.build_dir, digest, source_of,
+                          committed.files(digest))

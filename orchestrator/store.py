@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 from orchestrator.fs import (durable_commits, fsync_dir, fsync_tree_level, is_stale_temp,
                              make_writable, remove_tree, temp_in, temp_sibling, write_atomic)
 from orchestrator.hashing import pretty_json, remember_sha256
-from orchestrator.stage_record import (NS, STAGE_RECORD, StageRecord, read_record, seen_of,
-                                       write_record)
+from orchestrator.stage_record import NS, STAGE_RECORD, StageRecord, seen_of, write_record
 from orchestrator.store_layout import MANIFEST_NAME
 
 if TYPE_CHECKING:  # filelock (asyncio with it) is imported when a lock is taken; the
@@ -192,7 +191,8 @@ class Store:
         return True
 
     def reuse_unchanged(self, stage: Path, build_dir: Path, epoch: str,
-                        source_of: Callable[[str], Path | None]) -> StageRecord:
+                        source_of: Callable[[str], Path | None],
+                        files: dict[str, list]) -> StageRecord:
         """Give each staged file that is a copy of an unchanged file its committed inode
         from links/, so that neither commit nor verify reads it again.
 
@@ -201,12 +201,12 @@ class Store:
         scripts). A staged file is the same as last time when the build tree's record has it
         with the same size and exec bit, copied under the same epoch from a source with the
         same (device, inode, size, mtime_ns, ctime_ns): no write to the source can keep all
-        of these. Everything else (unknown sources, a reconfigure, no record) is hashed by
-        the commit as before. Only a pool inode is linked in (read-only, named by its sha256,
-        never written), so no later build can change a committed file."""
+        of these. `files` is that record (stage_record.read_record under `epoch`). Everything
+        else (unknown sources, a reconfigure, no record) is hashed by the commit as before.
+        Only a pool inode is linked in (read-only, named by its sha256, never written), so no
+        later build can change a committed file."""
         record = StageRecord(build_dir / STAGE_RECORD, epoch)
         self._records[stage] = record
-        files = read_record(self.root, build_dir, epoch)
         linked: list[tuple[Path, str]] = []
         for dirpath, _, names in os.walk(stage):
             for name in names:
@@ -228,15 +228,13 @@ class Store:
                 if found is None:
                     continue
                 pooled, pool_st = found
-                if pool_st.st_ino == st.st_ino:  # the builder linked it (pooled_copy)
-                    linked.append((f, str(files[rel][-1])))
-                    continue
-                tmp = temp_sibling(f)
-                try:
-                    os.link(pooled, tmp)
-                except OSError:  # too many links, another device: hashed as before
-                    continue
-                os.replace(tmp, f)
+                if pool_st.st_ino != st.st_ino:  # else the builder linked it (pooled_copy)
+                    tmp = temp_sibling(f)
+                    try:
+                        os.link(pooled, tmp)
+                    except OSError:  # too many links, another device: hashed as before
+                        continue
+                    os.replace(tmp, f)
                 linked.append((f, str(files[rel][-1])))
         for f, digest in linked:  # after every link: a link changes the inode's ctime
             remember_sha256(f.lstat(), digest)
@@ -245,8 +243,8 @@ class Store:
 
     def pooled_copy(self, files: dict[str, list], rel: str, source: Path) -> Path | None:
         """The pool inode the last commit staged as `rel`, a shutil.copy2 of `source`, when
-        `source` is as it was then (`files`: stage_record.read_record's): a builder links it instead
-        of copying the file again."""
+        `source` is as it was then (`files`: stage_record.read_record's): a builder links it
+        instead of copying the file again."""
         try:
             src = source.stat()
         except OSError:

@@ -9,7 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from orchestrator import hashing
+from orchestrator import build_step, hashing
+from orchestrator import store as store_module
 from orchestrator.builders import context, install_map
 from orchestrator.builders.pytorch_meta import link_compile_commands_into_meta
 from orchestrator.hashing import sha256_file
@@ -93,9 +94,19 @@ def test_unchanged_meta_copies_are_linked_from_the_pool_not_copied(project, stor
         copied.append(Path(dest).name)
         return real_copy2(src, dest, *a, **k)
 
+    reads: list[str] = []
+    real_read = build_step.read_record
+
+    def counting_reads(*a):  # noqa: ANN002, ANN202
+        reads.append(a[-1])
+        return real_read(*a)
+
     def build_counting() -> Path:
         copied.clear()
+        reads.clear()
         monkeypatch.setattr(context.shutil, "copy2", counting)  # (build() undoes patches)
+        for module in (build_step, store_module):  # whoever reads the record
+            monkeypatch.setattr(module, "read_record", counting_reads, raising=False)
         return build()[0]
 
     first = build_counting()
@@ -103,6 +114,7 @@ def test_unchanged_meta_copies_are_linked_from_the_pool_not_copied(project, stor
     edit_kernel(project, 3)
     second = build_counting()
     assert "CMakeCache.txt" not in copied and "compile_commands.json" not in copied, copied
+    assert len(reads) == 1, reads  # the kept copies and the install's reuse share one read
     for rel in ("meta/CMakeCache.txt", "meta/compile_commands.json"):
         assert (second / rel).stat().st_ino == (first / rel).stat().st_ino
     manifest_matches_content(second)

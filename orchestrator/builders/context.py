@@ -42,8 +42,7 @@ class BuildContext:
         copy afterwards (it may be a committed inode): replace it instead."""
         dest = self.stage / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
-        if dest.exists() or dest.is_symlink():
-            dest.unlink()
+        dest.unlink(missing_ok=True)  # never copied through: it may be a committed inode
         self.copies[rel] = source
         pooled = self.pooled_copy(rel, source) if self.pooled_copy else None
         if pooled is not None:
