@@ -13,6 +13,26 @@ from orchestrator.errors import UserError
 from orchestrator.fs import atomic_symlink
 
 LLVM_MAJOR = 14
+# What a caller's shell may set that breaks lldb's embedded Python 3.11: it finds its prefix
+# through the first `python3` on PATH (an activated venv or pyenv leaves it without `six`,
+# then without its own `run_one_line`), and PYTHON* / VIRTUAL_ENV redirect it. Every entry
+# point (env(), the .orch/bin wrappers, the launch configurations' adapter) drops these and
+# puts the system's /usr/bin first.
+LLDB_PYTHON_VARS = ("PATH", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONNOUSERSITE",
+                    "PYTHONSAFEPATH", "PYTHONUSERBASE", "PYTHONEXECUTABLE", "PYTHONPLATLIBDIR",
+                    "VIRTUAL_ENV", "CONDA_PREFIX", "PYENV_VERSION")
+SYSTEM_BIN = ("/usr/bin", "/bin")
+
+
+def clean_python_env(base: dict[str, str]) -> dict[str, str]:
+    """base without the variables that redirect an embedded Python (LLDB_PYTHON_VARS), with
+    /usr/bin and /bin first on PATH and the venv's bin directory dropped from it."""
+    env = {k: v for k, v in base.items() if k not in LLDB_PYTHON_VARS or k == "PATH"}
+    venv = base.get("VIRTUAL_ENV")
+    rest = [d for d in base.get("PATH", "").split(":")
+            if d and d not in SYSTEM_BIN and not (venv and d == f"{venv}/bin")]
+    env["PATH"] = ":".join([*SYSTEM_BIN, *rest])
+    return env
 
 
 @dataclass(frozen=True)
@@ -40,16 +60,17 @@ class LldbTools:
         return self.llvm_dir / "bin" / "lldb-server"
 
     def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
-        """`base` (default: os.environ) plus what lldb / lldb-vscode need to start rootless:
+        """`base` (default: os.environ) made independent of the caller's Python
+        (clean_python_env) plus what lldb / lldb-vscode need to start rootless:
         LD_LIBRARY_PATH for liblldb-14.so.1 (the executables carry no RUNPATH) and
         LLDB_DEBUGSERVER_PATH for lldb-server."""
-        env = dict(os.environ if base is None else base)
+        env = clean_python_env(dict(os.environ if base is None else base))
         env["LD_LIBRARY_PATH"] = _prepend(str(self.lib_dir), env.get("LD_LIBRARY_PATH"))
         env["LLDB_DEBUGSERVER_PATH"] = str(self.lldb_server)
         return env
 
     def python_env(self, base: dict[str, str] | None = None) -> dict[str, str]:
-        """env() plus PYTHONPATH so that a Python 3.11 process can `import lldb`."""
+        """env() plus PYTHONPATH so that the system Python 3.11 can `import lldb`."""
         env = self.env(base)
         env["PYTHONPATH"] = _prepend(str(self.python_dir), env.get("PYTHONPATH"))
         return env

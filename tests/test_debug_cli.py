@@ -88,3 +88,125 @@ def test_unpacked_lldb_has_its_python_after_the_toolchain_fixups(session_toolcha
                             "import lldb; print(lldb.SBDebugger.GetVersionString())"],
                            env=tools.python_env(), capture_output=True, text=True, timeout=60)
     assert plain.returncode == 0 and "lldb version 14" in plain.stdout, plain.stderr
+
+
+TWO_LEVELS = """\
+import demo
+
+
+def inner(x):
+    return demo.add(x, [10.0, 20.0], alpha=2.5)
+
+
+def outer():
+    return inner([1.0, 2.0])
+
+
+print(outer())
+"""
+
+
+def python_lines_after_eval(text: str) -> list[str]:
+    """The `Python file:line:function` lines that follow a _PyEval_EvalFrameDefault frame."""
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if "_PyEval_EvalFrameDefault" in ln)
+    out = []
+    for ln in lines[start + 1:]:
+        if not ln.strip().startswith("Python "):
+            break
+        out.append(ln.strip()[len("Python "):])
+    return out
+
+
+def test_lldb_py_bt_shows_the_python_frames_among_the_c_frames(ws: tuple[Path, Path]) -> None:
+    """`py-bt` (loaded by the generated .lldbinit) at a C++ breakpoint reached from a
+    two-level Python call chain: file:line:function of both Python functions, under the
+    _PyEval_EvalFrameDefault frame that runs them, read from memory only."""
+    root, script = ws
+    two = script.with_name("two_levels.py")
+    two.write_text(TWO_LEVELS)
+    out = subprocess.run(
+        [str(root / ".orch/bin/lldb"), "-b", "-S", str(root / ".lldbinit"),
+         "-o", "breakpoint set -n demo::native::add_kernel", "-o", "run", "-o", "py-bt",
+         "--", str(root / ".orch/toolchain/venv/bin/python"), str(two)],
+        cwd=root, capture_output=True, text=True, timeout=120)
+    text = out.stdout + out.stderr
+    assert "error:" not in text, text   # nor the cwd .lldbinit "is not being read" one
+    frames = python_lines_after_eval(text)
+    assert frames[-3:] == [f"{two}:5:inner", f"{two}:9:outer", f"{two}:12:<module>"], text
+    assert frames[0].endswith("demo/__init__.py:7:add"), text
+
+
+@pytest.mark.skipif(shutil.which("gdb") is None, reason="gdb is not installed")
+def test_gdb_py_bt_shows_the_python_frames(ws: tuple[Path, Path]) -> None:
+    root, script = ws
+    two = script.with_name("two_levels.py")
+    two.write_text(TWO_LEVELS)
+    skip_plt = ('python (gdb.execute("continue") '
+                'if gdb.selected_frame().find_sal().symtab is None else None)')
+    out = subprocess.run(
+        ["gdb", "-batch", "-nx", "-x", str(root / ".gdbinit"), "-ex", "break demo::native::add_kernel",
+         "-ex", "run", "-ex", skip_plt, "-ex", "py-bt", "-ex", "orch-py-bt -p",
+         "--args", str(root / ".orch/toolchain/venv/bin/python"), str(two)],
+        cwd=root, capture_output=True, text=True, timeout=120)
+    text = out.stdout + out.stderr
+    assert "Undefined command" not in text, text
+    frames = python_lines_after_eval(text)
+    assert frames[-3:] == [f"{two}:5:inner", f"{two}:9:outer", f"{two}:12:<module>"], text
+    assert f"  Python {two}:9:outer" in text.split("Python frames:")[-1], text
+
+
+def test_cpython_offsets_match_the_locked_interpreters_headers(tmp_path: Path) -> None:
+    """The frame walker's CPython 3.11 offsets, compiled with offsetof against the locked
+    interpreter's own headers (a new interpreter minor version fails here first)."""
+    from orchestrator.ide.debugger_scripts.cpython_frames import OFFSETS
+    include = subprocess.run(["/usr/bin/python3", "-c",
+                              "import sysconfig; print(sysconfig.get_paths()['include'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    fields = {"runtime.interpreters_head": ("_PyRuntimeState", "interpreters.head"),
+              "interp.next": ("PyInterpreterState", "next"),
+              "interp.threads_head": ("PyInterpreterState", "threads.head"),
+              "tstate.next": ("PyThreadState", "next"), "tstate.cframe": ("PyThreadState", "cframe"),
+              "tstate.native_thread_id": ("PyThreadState", "native_thread_id"),
+              "cframe.current_frame": ("_PyCFrame", "current_frame"),
+              "frame.f_code": ("_PyInterpreterFrame", "f_code"),
+              "frame.previous": ("_PyInterpreterFrame", "previous"),
+              "frame.prev_instr": ("_PyInterpreterFrame", "prev_instr"),
+              "frame.is_entry": ("_PyInterpreterFrame", "is_entry"),
+              "code.co_firstlineno": ("PyCodeObject", "co_firstlineno"),
+              "code.co_filename": ("PyCodeObject", "co_filename"),
+              "code.co_qualname": ("PyCodeObject", "co_qualname"),
+              "code.co_linetable": ("PyCodeObject", "co_linetable"),
+              "code.co_code_adaptive": ("PyCodeObject", "co_code_adaptive"),
+              "str.length": ("PyASCIIObject", "length"), "str.state": ("PyASCIIObject", "state"),
+              "bytes.size": ("PyVarObject", "ob_size"), "bytes.data": ("PyBytesObject", "ob_sval")}
+    assert set(fields) == set(OFFSETS)
+    prints = "".join(f'  printf("{k} %zu\\n", offsetof({t}, {f}));\n' for k, (t, f) in fields.items())
+    src = tmp_path / "offsets.c"
+    src.write_text("#define Py_BUILD_CORE 1\n#include <Python.h>\n#include <internal/pycore_frame.h>\n"
+                   "#include <internal/pycore_runtime.h>\n#include <internal/pycore_interp.h>\n"
+                   "#include <stddef.h>\n#include <stdio.h>\nint main(void) {\n" + prints + "}\n")
+    subprocess.run(["gcc", f"-I{include}", str(src), "-o", str(tmp_path / "offsets")], check=True)
+    got = dict(ln.split() for ln in subprocess.run([str(tmp_path / "offsets")], capture_output=True,
+                                                    text=True, check=True).stdout.splitlines())
+    assert {k: int(v) for k, v in got.items()} == OFFSETS
+
+
+def test_frame_walker_on_bad_memory_says_invalid_and_ends() -> None:
+    """Freed or corrupt interpreter memory: Invalid (py-bt prints `<invalid>`), never a hang."""
+    import random
+
+    from orchestrator.ide.debugger_scripts import cpython_frames as cf
+
+    rng = random.Random(30)
+    for _ in range(200):
+        blob = bytes(rng.getrandbits(8) for _ in range(4096))
+
+        def read(addr: int, size: int) -> bytes:
+            off = addr % 4000
+            return (blob[off:off + size] + bytes(size))[:size]
+        try:
+            frames = cf.python_frames(read, 0x1000, rng.getrandbits(16))
+        except cf.Invalid:
+            continue
+        assert len(frames) <= cf.MAX_FRAMES

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.debugger_env import locate
-from orchestrator.ide.debugger_init import wrappers
+from orchestrator.ide.debugger_init import GDB_SCRIPT, LLDB_SCRIPT, SCRIPTS_DIR, wrappers
 from orchestrator.ide.jsonc import OURS, merge_named, read_json
 from orchestrator.ide.spec import WS, IdeSpec
 
@@ -31,19 +31,27 @@ def launch_configurations(spec: IdeSpec) -> list[dict[str, Any]]:
     smap = spec.source_map(absolute=False)
     adapter = spec.ws(".orch/bin/lldb-vscode", absolute=False)
     program, args, task = spec.python(absolute=False), ["${file}"], f"{OURS}build"
+    # py-bt and the PyTorch type summaries in the Debug Console (what .lldbinit loads)
+    lldb_init = [f"command script import {spec.ws(f'{SCRIPTS_DIR}/{LLDB_SCRIPT}', absolute=False)}",
+                 "settings set symbols.enable-lldb-index-cache true",
+                 f"settings set symbols.lldb-index-cache-path "
+                 f"{spec.ws('.orch/lldb-index-cache', absolute=False)}"]
 
     def lldb_launch(name: str, extra_env: Mapping[str, str]) -> dict[str, Any]:
         return {"name": name, "type": "lldb-dap", "request": "launch",
                 "program": program, "args": args, "cwd": WS,
                 "env": [f"{k}={v}" for k, v in {**env, **extra_env}.items()],
-                "sourceMap": [list(p) for p in smap],
+                "sourceMap": [list(p) for p in smap], "initCommands": lldb_init,
                 "debugAdapterExecutable": adapter, "preLaunchTask": task}
 
     gdb = str(spec.gdb or shutil.which("gdb") or "/usr/bin/gdb")
     gdb_setup = [{"description": "pretty printing", "text": "-enable-pretty-printing",
                   "ignoreFailures": True},
                  {"description": "break in libraries loaded later (the extension)",
-                  "text": "set breakpoint pending on", "ignoreFailures": True}]
+                  "text": "set breakpoint pending on", "ignoreFailures": True},
+                 {"description": "py-bt and the PyTorch printers",
+                  "text": f"source {spec.ws(f'{SCRIPTS_DIR}/{GDB_SCRIPT}', absolute=False)}",
+                  "ignoreFailures": True}]
     configs: list[dict[str, Any]] = [
         lldb_launch(f"{OURS}Python + C++ (lldb-14)", {}),
         {"name": f"{OURS}Python + C++ (gdb)", "type": "cppdbg", "request": "launch",
@@ -56,7 +64,8 @@ def launch_configurations(spec: IdeSpec) -> list[dict[str, Any]]:
          "console": "integratedTerminal", "justMyCode": False, "preLaunchTask": task},
         {"name": f"{OURS}attach C++ to a process (lldb-14)", "type": "lldb-dap",
          "request": "attach", "pid": "${command:pickProcess}", "program": program,
-         "sourceMap": [list(p) for p in smap], "debugAdapterExecutable": adapter},
+         "sourceMap": [list(p) for p in smap], "initCommands": lldb_init,
+         "debugAdapterExecutable": adapter},
         {"name": f"{OURS}attach C++ to a process (gdb)", "type": "cppdbg", "request": "attach",
          "processId": "${command:pickProcess}", "program": program, "MIMode": "gdb",
          "miDebuggerPath": gdb, "sourceFileMap": first_wins(smap), "setupCommands": gdb_setup},

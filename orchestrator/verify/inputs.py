@@ -79,6 +79,9 @@ class VerifyConfig:
     python_dirs: list[Path] = field(default_factory=list)
     interpreter: Interpreter | None = None
     torch: TorchFacts | None = None
+    # The toolchain's unpacked debs holding the pinned lldb-14: debuggable variants are read
+    # with it (checks/debug_info); None: no lldb pinned, that part is not run.
+    lldb_deb_root: Path | None = None
     preload: list[Path] = field(default_factory=list)  # loaded before every root (the host)
     roots: list[Path] | None = None  # check only these files (default: every ELF in prefix)
     # The verdict cache (verify/cache.py), e.g. <store>/cache/verify; None: no reuse.

@@ -1,14 +1,18 @@
-"""The debug-info check: DWARF, -g and -O as the variant's build type expects, and
+"""The debug-info check: DWARF, -g and -O as the variant's build type expects, the pinned
+lldb-14 reading parameters of sampled functions (verify/lldb_reading.py), and
 meta/CMakeCache.txt recording that build type."""
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
+from pathlib import Path
 
 from orchestrator.verify.checks.state import State
 from orchestrator.verify.dwarf import debug_facts
 from orchestrator.verify.elf import ElfInfo
 from orchestrator.verify.inputs import VerifyConfig
+from orchestrator.verify.lldb_reading import LLDB14_FLAGS, flags_to_add, probe, unreadable
 from orchestrator.verify.report import Finding
 
 
@@ -47,6 +51,7 @@ def check_debug_info(st: State) -> list[Finding]:
     bt = cfg.build_type
     expect_debug = bt in DEBUG_TYPES
     want_o = cfg.rules.opt_level.get(cfg.variant, DEFAULT_OPT.get(bt or "", ""))
+    readable: dict[str, tuple[ElfInfo, list[str]]] = {}   # for lldb: rel -> (obj, producers)
     for rel, obj in st.objects.items():
         facts = debug_facts(obj.path, obj)
         st.facts[rel].debug_info = facts.has_debug_info
@@ -78,7 +83,9 @@ def check_debug_info(st: State) -> list[Finding]:
             if no_g:
                 out.append(Finding(check="debug_info", severity="fail", file=rel,
                                    cause=f"DW_AT_producer lacks -g: {no_g[0]!r}"))
-            elif want_o and flags:
+                continue
+            readable[rel] = (obj, compilers)
+            if want_o and flags:
                 other = [(p, lvl) for p, _, lvl in flags if lvl != want_o]
                 if len(other) == len(flags):  # no unit at the expected level: the variant is wrong
                     p, lvl = other[0]
@@ -93,9 +100,44 @@ def check_debug_info(st: State) -> list[Finding]:
             out.append(Finding(check="debug_info", severity="fail", file=rel,
                                cause=f"variant {cfg.variant} ({bt}) must not carry debug info but {rel} "
                                      "has .debug_info (allow it with verify.release_debug_allowed)"))
+    out += _check_lldb_reads(cfg, readable)
     if cfg.cmake:
         out += _check_cmake_cache(cfg)
     return out
+
+
+def _check_lldb_reads(cfg: VerifyConfig, libs: dict[str, tuple[ElfInfo, list[str]]]) -> list[Finding]:
+    """The pinned lldb-14, headless, on a sample of each library's functions with parameters:
+    a function it cannot find or whose parameters it cannot name and locate fails, naming
+    the flags the variant lacks."""
+    if cfg.lldb_deb_root is None or cfg.interpreter is None or not libs:
+        return []
+    paths = {str(obj.path): rel for rel, (obj, _) in libs.items()}
+    try:
+        results = probe(cfg.lldb_deb_root, cfg.interpreter.path, [Path(p) for p in paths])
+    except (RuntimeError, OSError, ValueError) as e:
+        return [Finding(check="debug_info", severity="fail", file="",
+                        cause=f"the pinned lldb-14 could not be run on the libraries: {e}")]
+    out = []
+    for path, result in results.items():
+        rel = paths[path]
+        bad = unreadable(result)
+        if bad is None:
+            continue
+        add = flags_to_add(libs[rel][1])
+        fix = (f"add cflags = {json.dumps(add)} to [variants.{cfg.variant}] of {_recipe_file(cfg)}"
+               if add else
+               "its flags already carry " + " ".join(LLDB14_FLAGS) + "; build it with -O0 (a debug variant)")
+        out.append(Finding(check="debug_info", severity="fail", file=rel,
+                           cause=f"the pinned lldb-14 cannot read {bad.function} ({bad.where}): "
+                                 f"{bad.missing}; {fix}"))
+    return out
+
+
+def _recipe_file(cfg: VerifyConfig) -> str:
+    """recipes/<recipe>.toml from the artifact name `<id>-<recipe>-<variant>`."""
+    m = re.fullmatch(rf"[0-9a-f]{{40}}-(.+)-{re.escape(cfg.variant)}", cfg.artifact)
+    return f"recipes/{m.group(1)}.toml" if m else "the recipe"
 
 
 def _check_cmake_cache(cfg: VerifyConfig) -> list[Finding]:

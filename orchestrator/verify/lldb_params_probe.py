@@ -1,0 +1,97 @@
+"""Run by the system Python 3.11 with the pinned lldb-14's Python package on PYTHONPATH (not
+imported by the orchestrator): for each library given, sample functions whose signature has
+parameters and whose code comes from the artifact's own sources (/orch/src, /orch/build), and report
+what lldb-14 reads of them statically: the function, its parameters' names and whether each
+has a value location at the function's entry. Nothing is run; one JSON object on stdout.
+
+    python3 lldb_params_probe.py SAMPLE LIB...
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+import lldb  # type: ignore[import-not-found]
+
+# Where the artifact's own sources are named (-ffile-prefix-map; /orch/toolchains/: headers).
+OWN_ROOTS = ("/orch/src/", "/orch/build/")
+LOCATION = re.compile(r'Variable: .*?name = "([^"]+)".*?location = ([^,]+(?:, [^=]+?)?), decl')
+
+
+def has_parameters(name: str) -> bool:
+    """A demangled C++ name with a non-empty parameter list: `f(int)`, not `f()` / `f(void)`."""
+    if not name.endswith(")") or "(" not in name:
+        return False
+    depth, i = 0, len(name) - 1
+    while i >= 0:  # the outermost (...) at the end
+        depth += {")": 1, "(": -1}.get(name[i], 0)
+        if depth == 0:
+            break
+        i -= 1
+    params = name[i + 1:-1].strip()
+    return params not in ("", "void")
+
+
+def evenly(items: list, count: int) -> list:
+    if len(items) <= count:
+        return items
+    step = len(items) / count
+    return [items[int(k * step)] for k in range(count)]
+
+
+def probe_library(debugger, path: str, sample: int) -> dict:
+    target = debugger.CreateTarget(path)
+    if not target.IsValid() or target.GetNumModules() == 0:
+        return {"error": f"lldb-14 cannot load {path}"}
+    module = target.GetModuleAtIndex(0)
+    starts: dict[str, int] = {}
+    for s in module:
+        name = s.GetName()
+        if s.GetType() == lldb.eSymbolTypeCode and name and has_parameters(name) \
+                and not name.endswith("(.cold)"):
+            starts.setdefault(name, s.GetStartAddress().GetFileAddress())
+    names = sorted(starts)
+    out: list[dict] = []
+    looked = 0
+    for name in evenly(names, sample * 8):
+        if len(out) >= sample:
+            break
+        addr = target.ResolveFileAddress(starts[name])
+        ctx = target.ResolveSymbolContextForAddress(addr, lldb.eSymbolContextEverything)
+        line = ctx.GetLineEntry()
+        file = line.GetFileSpec().fullpath if line.IsValid() else None
+        if not file or not file.startswith(OWN_ROOTS):
+            continue  # not the artifact's own code (a header's inline, a static library)
+        looked += 1
+        func = ctx.GetFunction()
+        entry = {"name": name, "file": file, "line": line.GetLine(), "function": func.IsValid(),
+                 "parameters": [], "located": []}
+        if func.IsValid():
+            args = func.GetBlock().GetVariables(target, True, False, False)
+            entry["parameters"] = [args.GetValueAtIndex(i).GetName()
+                                   for i in range(args.GetSize())
+                                   if args.GetValueAtIndex(i).GetName()]
+            ret = lldb.SBCommandReturnObject()
+            debugger.GetCommandInterpreter().HandleCommand(
+                f"image lookup -v -a 0x{starts[name]:x}", ret)
+            entry["located"] = [m.group(1) for m in LOCATION.finditer(ret.GetOutput() or "")
+                                if m.group(1) in entry["parameters"]]
+        out.append(entry)
+    debugger.DeleteTarget(target)
+    return {"functions": out, "candidates": len(names), "own": looked}
+
+
+def main(argv: list[str]) -> int:
+    sample = int(argv[1])
+    lldb.SBDebugger.Initialize()
+    debugger = lldb.SBDebugger.Create(False)
+    debugger.SetAsync(False)
+    result = {path: probe_library(debugger, path, sample) for path in argv[2:]}
+    json.dump(result, sys.stdout)
+    lldb.SBDebugger.Destroy(debugger)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

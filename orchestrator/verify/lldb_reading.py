@@ -1,0 +1,75 @@
+"""Can the pinned lldb-14 read what a debuggable library's DWARF says? The probe
+(lldb_params_probe.py, run by the locked Python with lldb's package) samples functions with
+parameters from the library's own sources; a function lldb cannot find, or parameters it
+cannot name or locate, fail the debug-info check naming the flags the variant lacks."""
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.debugger_env import locate
+
+SAMPLE = 4                # functions per library
+PROBE_TIMEOUT_S = 600
+PROBE = Path(__file__).with_name("lldb_params_probe.py")
+# What GCC 12 must be told for lldb-14 (docs/contracts.md "Debug-path mapping").
+LLDB14_FLAGS = ("-gdwarf-4", "-fno-reorder-blocks-and-partition")
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A sampled function lldb-14 cannot read: its name, where, and what is missing."""
+    function: str
+    where: str
+    missing: str
+
+
+def probe(deb_root: Path, python: Path, libs: list[Path], sample: int = SAMPLE) -> dict[str, dict]:
+    """The probe's JSON for each library (keyed by the path given), or {} without an lldb."""
+    tools = locate(deb_root)
+    if tools is None or not libs:
+        return {}
+    done = subprocess.run([str(python), str(PROBE), str(sample), *map(str, libs)],
+                          env=tools.python_env(), capture_output=True, text=True,
+                          timeout=PROBE_TIMEOUT_S, check=False)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RuntimeError(f"the lldb-14 probe failed (exit {done.returncode}): {last}")
+    return json.loads(done.stdout)
+
+
+def unreadable(result: dict) -> Unreadable | None:
+    """The first sampled function lldb-14 does not read, or None when it reads them. A
+    function whose parameters are all unnamed in the source has no names to read: the
+    library fails only if lldb names no parameter of any sampled function."""
+    if "error" in result:
+        return Unreadable("(the library)", "", result["error"])
+    functions = result.get("functions", [])
+    for f in functions:
+        where = f"{f['file']}:{f['line']}"
+        if not f["function"]:
+            return Unreadable(f["name"], where, "no function at its address (no block, no "
+                              "variables)")
+        unlocated = [p for p in f["parameters"] if p not in f["located"]]
+        if unlocated:
+            return Unreadable(f["name"], where, "no value location at entry for "
+                              + ", ".join(unlocated))
+    if functions and not any(f["parameters"] for f in functions):
+        f = functions[0]
+        return Unreadable(f["name"], f"{f['file']}:{f['line']}", "no parameter names")
+    return None
+
+
+def flags_to_add(producers: list[str]) -> list[str]:
+    """The lldb-14 flags the DW_AT_producer strings lack (all of them when none is known)."""
+    if not producers:
+        return list(LLDB14_FLAGS)
+    out = []
+    if any(not any(t in ("-gdwarf-4", "-gdwarf-3", "-gdwarf-2") for t in p.split())
+           for p in producers):
+        out.append("-gdwarf-4")
+    if any("-fno-reorder-blocks-and-partition" not in p.split() for p in producers):
+        out.append("-fno-reorder-blocks-and-partition")
+    return out
