@@ -55,4 +55,5 @@ def test_everyday_use_block_runs_line_by_line(tmp_path, session_toolchain):
     assert types == ["Release", "RelWithDebInfo"], out[-3000:]
     # The lldb line stopped in the kernel with its source found through .lldbinit's map.
     assert "stop reason = breakpoint" in out and "demo::native::add_kernel" in out, out[-4000:]
+    assert "is not being read" not in out, out[-4000:]      # the wrapper runs lldb -x
     assert Path(project / ".vscode/launch.json").is_file()

@@ -80,8 +80,6 @@ def py_bt(debugger, command, result, internal_dict):  # noqa: ARG001 (lldb's sig
 
 def __lldb_init_module(debugger, internal_dict):  # noqa: N807 (lldb's hook)
     debugger.HandleCommand(f"command script add -o -f {__name__}.py_bt py-bt")
-    try:
-        import torch_types_lldb
-        torch_types_lldb.register(debugger)
-    except ImportError:
-        pass
+    # Imported by lldb (not by Python) so that `type summary add -F` finds its functions.
+    here = os.path.dirname(os.path.abspath(__file__))
+    debugger.HandleCommand(f'command script import "{here}/torch_types_lldb.py"')
