@@ -3,9 +3,11 @@
 demo::native::add_kernel, show the checkout's source line and read alpha back."""
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -210,3 +212,48 @@ def test_frame_walker_on_bad_memory_says_invalid_and_ends() -> None:
         except cf.Invalid:
             continue
         assert len(frames) <= cf.MAX_FRAMES
+
+
+def test_gdb_index_cache_is_kept_in_the_workspace(ws: tuple[Path, Path]) -> None:
+    """gdb's index cache (turned on by the generated .gdbinit) holds the artifact's library
+    after a session: the next start reads its index instead of building it."""
+    root, script = ws
+    subprocess.run(["gdb", "-batch", "-nx", "-x", str(root / ".gdbinit"),
+                    "-ex", "break demo::native::add_kernel", "-ex", "run",
+                    "--args", str(root / ".orch/toolchain/venv/bin/python"), str(script)],
+                   cwd=root, capture_output=True, text=True, timeout=120, check=True)
+    ops = next((root / ".orch/profile/prefix/lib").glob("libdemo_ops.so*")).resolve()
+    build_id = re.search(r"Build ID: ([0-9a-f]+)", subprocess.run(
+        ["readelf", "-n", str(ops)], capture_output=True, text=True, check=True).stdout).group(1)
+    assert (root / f".orch/gdb-index-cache/{build_id}.gdb-index").is_file()
+
+
+def test_debuggers_do_not_depend_on_the_callers_python_environment(ws: tuple[Path, Path]) -> None:
+    """An activated venv, PYTHONPATH, PYTHONHOME: the wrappers' lldb, lldb-vscode and gdb
+    keep their own Python (PYTHONHOME would otherwise kill gdb's: No module named
+    'encodings'; the venv first on PATH lldb's: No module named 'six'), and py-bt runs."""
+    root, script = ws
+    venv = Path(sys.prefix)
+    hostile = {**os.environ, "VIRTUAL_ENV": str(venv), "PATH": f"{venv}/bin:{os.environ['PATH']}",
+               "PYTHONPATH": "/nonexistent-python-path"}
+    for argv in ([str(root / ".orch/bin/lldb"), "-b", "-o", "script import lldb, six; print('py', 42)"],
+                 [str(root / ".orch/bin/gdb"), "-batch", "-nx", "-ex", "python print('py', 42)"]):
+        out = subprocess.run(argv, env={**hostile, "PYTHONHOME": "/nonexistent-home"}, cwd=root,
+                             capture_output=True, text=True, timeout=60)
+        assert "py 42" in out.stdout and "rror" not in out.stdout + out.stderr, out.stdout + out.stderr
+    adapter = subprocess.run([str(root / ".orch/bin/lldb-vscode"), "--help"],
+                             env={**hostile, "PYTHONHOME": "/nonexistent-home"},
+                             capture_output=True, text=True, timeout=60)
+    assert adapter.returncode == 0, adapter.stderr
+    two = script.with_name("two_levels.py")
+    two.write_text(TWO_LEVELS)
+    for argv in ([str(root / ".orch/bin/lldb"), "-b", "-S", str(root / ".lldbinit"),
+                  "-o", "breakpoint set -n demo::native::add_kernel", "-o", "run", "-o", "py-bt -p",
+                  "--", str(root / ".orch/toolchain/venv/bin/python"), str(two)],
+                 [str(root / ".orch/bin/gdb"), "-batch", "-nx", "-x", str(root / ".gdbinit"),
+                  "-ex", "break demo::native::add_kernel", "-ex", "run", "-ex", "py-bt -p",
+                  "--args", str(root / ".orch/toolchain/venv/bin/python"), str(two)]):
+        out = subprocess.run(argv, env=hostile, cwd=root, capture_output=True, text=True,
+                             timeout=120)
+        text = out.stdout + out.stderr
+        assert f"Python {two}:9:outer" in text and "Traceback" not in text, text

@@ -226,3 +226,59 @@ def test_release_binds_by_symbol_only_and_says_why(ws: Workspace) -> None:
     assert "add_kernel" in top["name"], top
     assert "path" not in top.get("source", {}), top    # disassembly only: no source line
     assert "alpha" not in stop.variables
+
+
+@pytest.mark.skipif(not ptrace_attach_allowed(), reason="ptrace_scope forbids attaching")
+def test_mixed_configuration_python_breakpoint_then_cpp_then_the_end(ws: Workspace,
+                                                                     tmp_path: Path) -> None:
+    """The `mixed Python + C++ (debugpy + lldb-14)` configuration, run as the Python C++
+    Debugger extension runs it: its debugpy launch stops at a Python line, its lldb-14 attach
+    (the pid debugpy reports) stops in add_kernel of the same process with the value Python
+    passed, and the program then runs to its end (exit code 0)."""
+    script = tmp_path / "mixed_f5.py"
+    script.write_text(PY_SCRIPT)
+    mixed = launch_config(ws.root, "orch: mixed Python + C++ (debugpy + lldb-14)", script)
+    assert mixed["type"] == "pythoncpp", mixed
+    py = launch_config(ws.root, mixed["pythonLaunchName"], script)
+    native = launch_config(ws.root, mixed["cppAttachName"], script)
+    with DapClient([py["python"], "-m", "debugpy.adapter"]) as python:
+        python.request("initialize", {"clientID": "vscode", "adapterID": "debugpy",
+                                      "supportsRunInTerminalRequest": True})
+        launch = python.send_request("launch", py)
+        python.event("initialized", 60)
+        python.request("setBreakpoints", {"source": {"path": str(script)},
+                                          "breakpoints": [{"line": 5}]})
+        python.request("configurationDone")
+        python.response(launch, 60)
+        stopped = python.event("stopped", 60)
+        frames = python.request("stackTrace", {"threadId": stopped["body"]["threadId"],
+                                               "levels": 1})["body"]["stackFrames"]
+        assert (frames[0]["name"], frames[0]["line"]) == ("main", 5), frames
+        native["pid"] = python.event("process", 60)["body"]["systemProcessId"]
+        with DapClient([native["debugAdapterExecutable"]]) as lldb:
+            lldb.request("initialize", {"clientID": "vscode", "adapterID": "lldb-dap"})
+            attach = lldb.send_request("attach", native)
+            lldb.event("initialized", 60)
+            lldb.request("setFunctionBreakpoints", {"breakpoints": [{"name": FUNCTION}]})
+            lldb.request("configurationDone")
+            lldb.response(attach, 60)
+            mark = len(lldb.messages)
+            python.send_request("continue", {"threadId": stopped["body"]["threadId"]})
+            ev = lldb.event("stopped", 60, start=mark,
+                            where=lambda m: m["body"].get("reason") == "breakpoint")
+            top = lldb.request("stackTrace", {"threadId": ev["body"]["threadId"],
+                                              "levels": 1})["body"]["stackFrames"][0]
+            assert top["source"].get("path") == str(ws.root / "recipes/demo/ops/add_kernel.cpp"), top
+            scopes = lldb.request("scopes", {"frameId": top["id"]})["body"]["scopes"]
+            names = {v["name"]: v["value"] for v in lldb.request(
+                "variables", {"variablesReference": scopes[0]["variablesReference"]}
+            )["body"]["variables"]}
+            assert names.get("alpha") == "2.5", names
+            # py-bt in the Debug Console (the configuration's initCommands loaded it).
+            console = lldb.request("evaluate", {"expression": "`py-bt -p",
+                                                "context": "repl"})["body"]["result"]
+            assert f"{script}:5:main" in console, console
+            lldb.request("continue", {"threadId": ev["body"]["threadId"]})
+            exited = lldb.event("exited", 60, start=mark)
+            assert exited["body"]["exitCode"] == 0, exited
+        python.event("terminated", 60)

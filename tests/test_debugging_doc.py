@@ -28,7 +28,7 @@ def test_debugging_doc_commands_run_as_written(tmp_path: Path, session_toolchain
     os.symlink(REPO / ".venv", project / ".venv")
     store = make_store(tmp_path / "store", session_toolchain)
     lines = doc_blocks()
-    assert any(ln.startswith("gdb ") for ln in lines) and any("-c .orch/demo.core" in ln for ln in lines)
+    assert any(ln.startswith(".orch/bin/gdb ") for ln in lines) and any("-c .orch/demo.core" in ln for ln in lines)
     script = ["set -euo pipefail", ".venv/bin/doit build variant=relwithdebinfo substitute=0",
               ".venv/bin/doit switch variant=relwithdebinfo substitute=0", ". .orch/env.sh"]
     for i, ln in enumerate(lines):
@@ -47,7 +47,7 @@ def test_debugging_doc_commands_run_as_written(tmp_path: Path, session_toolchain
         return [sections[ln] for ln in lines if ln.startswith(prefix)][nth]
 
     two = "docs/examples/two_levels.py"
-    for tool in (".orch/bin/lldb -b -S .lldbinit -o 'breakpoint set -n demo", "gdb -batch -nx -x .gdbinit -ex 'break demo"):
+    for tool in (".orch/bin/lldb -b -S .lldbinit -o 'breakpoint set -n demo", ".orch/bin/gdb -batch -nx -x .gdbinit -ex 'break demo"):
         text = output_of(tool)
         py = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("Python ")]
         assert [p.split("/")[-1] for p in py[-3:]] == [
@@ -60,7 +60,7 @@ def test_debugging_doc_commands_run_as_written(tmp_path: Path, session_toolchain
     tensors = output_of(".orch/bin/lldb -b -S .lldbinit -o 'breakpoint set -n torchext")
     assert "Float[2, 3] strides=[3, 1] cpu offset=0 numel=6 = [0, 1, 2, 3, 4, 5]" in tensors, tensors
     assert "torch_two_levels.py:7:inner" in tensors, tensors
-    gdb_tensors = output_of("gdb -batch -nx -x .gdbinit -ex 'break torchext")
+    gdb_tensors = output_of(".orch/bin/gdb -batch -nx -x .gdbinit -ex 'break torchext")
     assert "a = Float[2, 3] strides=[3, 1] cpu offset=0 numel=6 = [0, 1, 2, 3, 4, 5]" in gdb_tensors
     assert "is not being read" not in out and "Traceback" not in out, out[-5000:]
     assert not (project / ".orch/demo.core").exists()

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING
 
 from orchestrator.fs import write_atomic
 from orchestrator.ide.cmake_presets import cmake_presets, presets_path
-from orchestrator.ide.debugger_init import (SCRIPTS_DIR, debugger_scripts, gdbinit_block,
-                                            lldbinit_block, replace_block, wrappers)
+from orchestrator.ide.debugger_init import (SCRIPTS_DIR, debugger_scripts, gdb_wrapper,
+                                            gdbinit_block, lldbinit_block, replace_block,
+                                            wrappers)
 from orchestrator.ide.jsonc import dump_json
 from orchestrator.ide.managed import STATE_FILE, is_managed
 from orchestrator.ide.spec import IdeSpec
@@ -38,6 +39,9 @@ def render_files(spec: IdeSpec) -> dict[Path, tuple[str, int]]:
     out: dict[Path, tuple[str, int]] = {}
     for name, text in wrappers(spec).items():
         out[spec.workspace / ".orch" / "bin" / name] = (text, 0o755)
+    gdb = gdb_wrapper(spec)
+    if gdb is not None:
+        out[spec.workspace / ".orch" / "bin" / "gdb"] = (gdb, 0o755)
     for name, text in debugger_scripts().items():
         out[spec.workspace / SCRIPTS_DIR / name] = (text, 0o644)
     out[vs / "launch.json"] = (dump_json(launch_json(spec, vs / "launch.json")), 0o644)

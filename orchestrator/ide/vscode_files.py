@@ -32,10 +32,7 @@ def launch_configurations(spec: IdeSpec) -> list[dict[str, Any]]:
     adapter = spec.ws(".orch/bin/lldb-vscode", absolute=False)
     program, args, task = spec.python(absolute=False), ["${file}"], f"{OURS}build"
     # py-bt and the PyTorch type summaries in the Debug Console (what .lldbinit loads)
-    lldb_init = [f"command script import {spec.ws(f'{SCRIPTS_DIR}/{LLDB_SCRIPT}', absolute=False)}",
-                 "settings set symbols.enable-lldb-index-cache true",
-                 f"settings set symbols.lldb-index-cache-path "
-                 f"{spec.ws('.orch/lldb-index-cache', absolute=False)}"]
+    lldb_init = [f"command script import {spec.ws(f'{SCRIPTS_DIR}/{LLDB_SCRIPT}', absolute=False)}"]
 
     def lldb_launch(name: str, extra_env: Mapping[str, str]) -> dict[str, Any]:
         return {"name": name, "type": "lldb-dap", "request": "launch",
@@ -44,11 +41,15 @@ def launch_configurations(spec: IdeSpec) -> list[dict[str, Any]]:
                 "sourceMap": [list(p) for p in smap], "initCommands": lldb_init,
                 "debugAdapterExecutable": adapter, "preLaunchTask": task}
 
-    gdb = str(spec.gdb or shutil.which("gdb") or "/usr/bin/gdb")
+    # the wrapper (debugger_init.gdb_wrapper): gdb without the caller's PYTHONHOME/PYTHONPATH
+    gdb = (spec.ws(".orch/bin/gdb", absolute=False) if spec.gdb is not None
+           else str(shutil.which("gdb") or "/usr/bin/gdb"))
     gdb_setup = [{"description": "pretty printing", "text": "-enable-pretty-printing",
                   "ignoreFailures": True},
                  {"description": "break in libraries loaded later (the extension)",
                   "text": "set breakpoint pending on", "ignoreFailures": True},
+                 {"description": "gdb's DWARF index cache",
+                  "text": "set index-cache enabled on", "ignoreFailures": True},
                  {"description": "py-bt and the PyTorch printers",
                   "text": f"source {spec.ws(f'{SCRIPTS_DIR}/{GDB_SCRIPT}', absolute=False)}",
                   "ignoreFailures": True}]
@@ -74,8 +75,17 @@ def launch_configurations(spec: IdeSpec) -> list[dict[str, Any]]:
          "program": "${file}", "python": program, "cwd": WS, "env": {**env, **DEBUG_ENV},
          "console": "integratedTerminal", "justMyCode": False, "preLaunchTask": task},
     ]
+    # One F5 for both languages, as the "Python C++ Debugger" extension (type pythoncpp) runs
+    # it: the debugpy launch, then the C++ attach with the process id debugpy reports.
+    for native in ("lldb-14", "gdb"):
+        configs.append({"name": f"{OURS}mixed Python + C++ (debugpy + {native})",
+                        "type": "pythoncpp", "request": "launch",
+                        "pythonConfig": "custom", "pythonLaunchName": f"{OURS}Python (debugpy)",
+                        "cppConfig": "custom",
+                        "cppAttachName": f"{OURS}attach C++ to a process ({native})"})
     if spec.deb_root is None or locate(spec.deb_root) is None:
-        configs = [c for c in configs if c["type"] != "lldb-dap"]
+        configs = [c for c in configs if c["type"] != "lldb-dap"
+                   and c.get("cppAttachName", "").find("lldb-14") == -1]
     return configs
 
 
