@@ -6,13 +6,15 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
+import subprocess
 from pathlib import Path
 
 from orchestrator.verify.checks.state import State
 from orchestrator.verify.dwarf import debug_facts
 from orchestrator.verify.elf import ElfInfo
 from orchestrator.verify.inputs import VerifyConfig
-from orchestrator.verify.lldb_reading import LLDB14_FLAGS, flags_to_add, probe, unreadable
+from orchestrator.verify.lldb_reading import (LLDB14_FLAGS, PROBE_TIMEOUT_S, flags_to_add,
+                                                 probe, unreadable)
 from orchestrator.verify.report import Finding
 
 
@@ -115,7 +117,11 @@ def _check_lldb_reads(cfg: VerifyConfig, libs: dict[str, tuple[ElfInfo, list[str
     paths = {str(obj.path): rel for rel, (obj, _) in libs.items()}
     try:
         results = probe(cfg.lldb_deb_root, cfg.interpreter.path, [Path(p) for p in paths])
-    except (RuntimeError, OSError, ValueError) as e:
+    except subprocess.TimeoutExpired:
+        return [Finding(check="debug_info", severity="warn", file="",
+                        cause=f"the pinned lldb-14 did not finish reading {len(paths)} libraries "
+                              f"in {PROBE_TIMEOUT_S} s: their debug info is not proven readable")]
+    except (RuntimeError, OSError, ValueError, subprocess.SubprocessError) as e:
         return [Finding(check="debug_info", severity="fail", file="",
                         cause=f"the pinned lldb-14 could not be run on the libraries: {e}")]
     out = []
