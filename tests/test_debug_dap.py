@@ -209,25 +209,6 @@ def test_mixed_session_debugpy_then_lldb_attach(ws: Workspace, tmp_path: Path) -
             assert names.get("alpha") == "2.5", names
 
 
-def test_release_binds_by_symbol_only_and_says_why(ws: Workspace) -> None:
-    launch_before = (ws.root / ".vscode/launch.json").read_bytes()
-    ws.doit("switch", "variant=release", "substitute=0")
-    # The switch refreshed the managed files: only what names the variant changed.
-    tasks = json.loads((ws.root / ".vscode/tasks.json").read_text())["tasks"]
-    [build] = [t for t in tasks if t["label"] == "orch: build"]
-    assert "variant=release" in build["args"], build
-    assert (ws.root / ".vscode/launch.json").read_bytes() == launch_before
-    report = json.loads(ws.doit("vscode", "format=json").strip().splitlines()[-1])
-    assert report["variant"] == "release"
-    assert report["debug_info"]["prefix/lib/libdemo_ops.so"] is False, report
-    assert "no DWARF line tables in" in report["note"] and "libdemo_ops.so" in report["note"]
-    stop = stop_in_function(launch_config(ws.root, LLDB_CONFIG, ws.script), FUNCTION)
-    top = stop.frames[0]
-    assert "add_kernel" in top["name"], top
-    assert "path" not in top.get("source", {}), top    # disassembly only: no source line
-    assert "alpha" not in stop.variables
-
-
 @pytest.mark.skipif(not ptrace_attach_allowed(), reason="ptrace_scope forbids attaching")
 def test_mixed_configuration_python_breakpoint_then_cpp_then_the_end(ws: Workspace,
                                                                      tmp_path: Path) -> None:
@@ -282,3 +263,22 @@ def test_mixed_configuration_python_breakpoint_then_cpp_then_the_end(ws: Workspa
             exited = lldb.event("exited", 60, start=mark)
             assert exited["body"]["exitCode"] == 0, exited
         python.event("terminated", 60)
+
+
+def test_release_binds_by_symbol_only_and_says_why(ws: Workspace) -> None:
+    launch_before = (ws.root / ".vscode/launch.json").read_bytes()
+    ws.doit("switch", "variant=release", "substitute=0")
+    # The switch refreshed the managed files: only what names the variant changed.
+    tasks = json.loads((ws.root / ".vscode/tasks.json").read_text())["tasks"]
+    [build] = [t for t in tasks if t["label"] == "orch: build"]
+    assert "variant=release" in build["args"], build
+    assert (ws.root / ".vscode/launch.json").read_bytes() == launch_before
+    report = json.loads(ws.doit("vscode", "format=json").strip().splitlines()[-1])
+    assert report["variant"] == "release"
+    assert report["debug_info"]["prefix/lib/libdemo_ops.so"] is False, report
+    assert "no DWARF line tables in" in report["note"] and "libdemo_ops.so" in report["note"]
+    stop = stop_in_function(launch_config(ws.root, LLDB_CONFIG, ws.script), FUNCTION)
+    top = stop.frames[0]
+    assert "add_kernel" in top["name"], top
+    assert "path" not in top.get("source", {}), top    # disassembly only: no source line
+    assert "alpha" not in stop.variables
