@@ -126,3 +126,17 @@ def fetch_into(archive: Archive, dest_dir: Path, store: Store,
             dest.unlink()
             raise
     return dest
+
+
+def untar(archive: Path, dest: Path, strip: int, member: str | None = None) -> None:
+    """Unpack the archive (or only its directory `member`, whose contents land in dest)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    select = [] if member is None else [member]
+    if member is not None:
+        strip = len(member.split("/"))
+    res = subprocess.run(["tar", "-xf", str(archive), "-C", str(dest), "--no-same-owner",
+                          f"--strip-components={strip}", *select], capture_output=True, text=True)
+    if res.returncode != 0:
+        raise UserError(f"unpacking {archive} failed: {res.stderr.strip()[-300:]}")
+    if member is not None and not any(dest.iterdir()):
+        raise UserError(f"{archive.name} has no directory {member!r}; fix the overlay's archive_dir")
