@@ -30,7 +30,7 @@ def archive_dirs(store: Store) -> list[Path]:
     return [*dirs, USER_ARCHIVES.expanduser(), store.root / "archives"]
 
 
-def check_sha256(path: Path, archive: Archive, cache: StatCache | None) -> None:
+def check_pinned_digest(path: Path, archive: Archive, cache: StatCache | None) -> None:
     found = cache.sha256(path) if cache else sha256_file(path)
     if found != archive.sha256:
         raise UserError(f"archive {path}: sha256 is {found}, the recipe pins {archive.sha256}; "
@@ -96,7 +96,7 @@ def obtain_archive(archive: Archive, store: Store, cache: StatCache | None = Non
     for d in archive_dirs(store):
         p = d / archive.file
         if p.is_file():
-            check_sha256(p, archive, cache)
+            check_pinned_digest(p, archive, cache)
             return p
     return fetch_into(archive, store.root / "archives", store, cache)
 
@@ -121,7 +121,7 @@ def fetch_into(archive: Archive, dest_dir: Path, store: Store,
                                 "recipe gives no fetch; put it in one of those directories or add "
                                 f"yours to ${ARCHIVES_ENV} (':'-separated)")
         try:
-            check_sha256(dest, archive, cache)
+            check_pinned_digest(dest, archive, cache)
         except UserError:
             dest.unlink()
             raise

@@ -14,7 +14,7 @@ from orchestrator.errors import UserError
 from orchestrator.fs import remove_tree, temp_in
 from orchestrator.model.recipe import load_recipe
 from orchestrator.model.source_archive import Archive, ArchiveSource
-from orchestrator.sources.archives import check_sha256, fetch_into
+from orchestrator.sources.archives import check_pinned_digest, fetch_into
 from orchestrator.store import Store
 
 
@@ -47,7 +47,7 @@ def prefetch(recipes_dir: Path, dest: Path) -> list[str]:
             have = dest / archive.file
             try:
                 if have.is_file():
-                    check_sha256(have, archive, None)
+                    check_pinned_digest(have, archive, None)
                     continue
                 fetch_into(archive, dest, store)
                 print(f"fetched {archive.file} (recipes/{recipe}.toml)", flush=True)
