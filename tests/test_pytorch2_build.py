@@ -101,7 +101,7 @@ def test_pytorch2_c10_and_torch_cpu_sample_relwithdebinfo(world):
             assert [a for a in argv if re.match(r"^-O[0-3sgz]?$", a)] == ["-O2"], c["command"]
             assert argv.count("-g") == 1, c["command"]
     res = run_doit(world["project"], "verify", "recipe=pytorch2", "variant=relwithdebinfo",
-                   "targets=c10", f"store={world['store']}", timeout=900)
+                   f"targets={targets}", f"store={world['store']}", timeout=900)
     assert res.returncode == 0, res.output[-3000:]
     readelf = subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True).stdout
     assert "$ORIGIN" in readelf
