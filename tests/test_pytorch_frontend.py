@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, copy_project, run_doit
-from orchestrator.builders.cxx_standard import reported_cplusplus, required_standard
+from orchestrator.builders.cxx_standard import (PROBE_KEPT, check_standard, reported_cplusplus,
+                                               required_standard)
 from orchestrator.errors import UserError
 from orchestrator.sources.skbuild_settings import apply_overrides, define_text, read_skbuild
 
@@ -205,3 +206,19 @@ def test_source_dir_and_cxx_standard_are_read_from_the_tree(tmp_path):
     assert reported_cplusplus(Path(shutil.which("g++")), 26) is None
     with pytest.raises(UserError, match="outside the tree"):
         read_skbuild(tmp_path, {"tool": {"scikit-build": {"cmake": {"source-dir": ".."}}}}, {})
+
+
+def test_a_passing_probe_is_kept_in_the_build_tree_and_a_refusal_writes_nothing(tmp_path):
+    gxx = Path(shutil.which("g++"))
+    cm = tmp_path / "CMakeLists.txt"
+    cm.write_text("set(CMAKE_CXX_STANDARD 20 CACHE STRING \"\")\n")
+    build = tmp_path / "build"
+    assert check_standard(gxx, cm, "r", build) == 20 and not build.exists()  # not created
+    build.mkdir()
+    assert check_standard(gxx, cm, "r", build) == 20
+    kept = json.loads((build / PROBE_KEPT).read_text())
+    assert kept[0] == str(gxx) and kept[2] == 20
+    cm.write_text("set(CMAKE_CXX_STANDARD 23)\n")
+    with pytest.raises(UserError, match="reports __cplusplus 202100L"):
+        check_standard(gxx, cm, "r", build)
+    assert json.loads((build / PROBE_KEPT).read_text()) == kept

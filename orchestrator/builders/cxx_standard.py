@@ -5,16 +5,23 @@ standard's value (GCC 10 accepts -std=c++20 but reports 201709L: too old, as PyT
 own check says; GCC 11+ and clang 10+ report 202002L)."""
 from __future__ import annotations
 
+import contextlib
+import json
 import re
 import subprocess
 from pathlib import Path
 
 from orchestrator.errors import UserError
+from orchestrator.fs import write_atomic
+from orchestrator.read_trace import stat_sig
 
 # set(CMAKE_CXX_STANDARD 20 ...) or set(CMAKE_CXX_STANDARD\n    20\n    CACHE STRING ...), the
 # first one outside a comment; a tree that sets none is not checked.
 STANDARD_RE = re.compile(r"^[ \t]*set\s*\(\s*CMAKE_CXX_STANDARD\s+\"?(\d+)\"?", re.I | re.M)
 COMMENT_RE = re.compile(r"#.*$", re.M)
+# A passing probe, kept in an existing build tree under the compiler's stat (a probe costs
+# 0.05-0.1 s, on every incremental build otherwise); a refusal writes nothing.
+PROBE_KEPT = ".orch-cxx-standard.json"
 # __cplusplus per standard (ISO's values; C++26's is the one GCC and clang use today).
 CPLUSPLUS = {11: 201103, 14: 201402, 17: 201703, 20: 202002, 23: 202302, 26: 202400}
 
@@ -35,11 +42,17 @@ def reported_cplusplus(cxx: Path, standard: int) -> int | None:
     return int(m[1]) if m else None
 
 
-def check_standard(cxx: Path, cmakelists: Path, where: str) -> int | None:
+def check_standard(cxx: Path, cmakelists: Path, where: str,
+                   build_dir: Path | None = None) -> int | None:
     """One line, exit 2, when the compiler cannot do the standard the tree asks for."""
     standard = required_standard(cmakelists)
     if standard is None or standard not in CPLUSPLUS:
         return standard
+    key = [str(cxx), stat_sig(str(cxx)), standard]
+    kept = build_dir / PROBE_KEPT if build_dir is not None else None
+    with contextlib.suppress(OSError, ValueError, TypeError):
+        if kept is not None and json.loads(kept.read_bytes()) == key:
+            return standard
     got = reported_cplusplus(cxx, standard)
     if got is None or got < CPLUSPLUS[standard]:
         found = (f"refuses -std=c++{standard}" if got is None
@@ -48,4 +61,7 @@ def check_standard(cxx: Path, cmakelists: Path, where: str) -> int | None:
         raise UserError(f"{where}: {cmakelists} sets CMAKE_CXX_STANDARD {standard}, but the locked "
                         f"compiler {cxx} {found} (C++{standard} needs {CPLUSPLUS[standard]}L); pin a "
                         f"newer C++ compiler{hint} in the recipe's lock [compilers]")
+    if kept is not None and kept.parent.is_dir():
+        with contextlib.suppress(OSError):
+            write_atomic(kept, json.dumps(key), durable=False)
     return standard

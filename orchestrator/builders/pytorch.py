@@ -40,7 +40,7 @@ class PyTorchBuilder:
         frontend = frontend_of(ctx, driver, env)
         subdir = frontend.source_subdir if frontend else "."
         standard = check_standard(ctx.toolchain.cxx, ctx.source_dir / subdir / "CMakeLists.txt",
-                                  f"recipes/{ctx.plan.recipe.name}.toml")
+                                  f"recipes/{ctx.plan.recipe.name}.toml", ctx.build_dir)
         ctx = build_copy_of_source(ctx)
         py = python_facts(ctx.toolchain.python, ctx.build_dir)
         # A checkout is configured through <build tree>/.orch-src, so its compile lines are the

@@ -192,7 +192,11 @@ def read_skbuild(src: Path, pyproject: dict[str, Any], env: dict[str, str],
     """[tool.scikit-build] of a tree whose build backend is scikit_build_core.build, resolved
     for this environment as scikit-build-core `version` would; refusals are one line."""
     where = str(src / "pyproject.toml")
-    reqs = required_version(list(pyproject.get("build-system", {}).get("requires", [])), where)
+    system = pyproject.get("build-system", {})
+    requires = system.get("requires", []) if isinstance(system, dict) else []
+    if not isinstance(requires, list):
+        raise UserError(f"{where}: [build-system] requires = {requires!r} is not a list")
+    reqs = required_version(requires, where)
     for req in reqs:
         if req.specifier and not req.specifier.contains(version, prereleases=True):
             raise UserError(f"{where}: [build-system] requires {str(req)!r} but the pytorch builder "
@@ -231,8 +235,11 @@ def read_skbuild(src: Path, pyproject: dict[str, Any], env: dict[str, str],
                  else "no cmake.source-dir" if raw is not None else "no [tool.scikit-build] table")
         raise UserError(f"{where}: build-backend scikit_build_core.build, {found}, and "
                         f"{source_dir} has no CMakeLists.txt; is this a PyTorch checkout?")
+    raw_defines = cmake.get("define") or {}
+    if not isinstance(raw_defines, dict):
+        raise UserError(f"{where}: [tool.scikit-build] cmake.define = {raw_defines!r} is not a table")
     defines = {}
-    for name, value in (cmake.get("define") or {}).items():
+    for name, value in raw_defines.items():
         text = define_text(name, value, env, where)
         if text is not None:
             defines[name] = text
