@@ -20,7 +20,8 @@ from conftest import REPO, copy_project, run_doit
 from orchestrator.builders.cxx_standard import (PROBE_KEPT, check_standard, reported_cplusplus,
                                                required_standard)
 from orchestrator.errors import UserError
-from orchestrator.sources.skbuild_settings import apply_overrides, define_text, read_skbuild
+from orchestrator.sources.skbuild_settings import (SKBUILD_VERSION, apply_overrides, define_text,
+                                                  read_skbuild)
 
 MINI = REPO / "recipes" / "pytorch" / "minitorch214"
 RECIPE = """
@@ -222,3 +223,11 @@ def test_a_passing_probe_is_kept_in_the_build_tree_and_a_refusal_writes_nothing(
     with pytest.raises(UserError, match="reports __cplusplus 202100L"):
         check_standard(gxx, cm, "r", build)
     assert json.loads((build / PROBE_KEPT).read_text()) == kept
+
+
+def test_the_reader_follows_the_toolchain_locks_scikit_build_core():
+    """The version [tool.scikit-build] is read as is the one the toolchain lock pins (torch
+    2.14.1's own wheel says `Generator: scikit-build-core 1.1.0`)."""
+    lock = json.loads((REPO / "locks" / "toolchain.lock.json").read_text())
+    [entry] = [e for k, e in lock["entries"].items() if k == "pypi:scikit-build-core"]
+    assert entry["version"] == SKBUILD_VERSION
