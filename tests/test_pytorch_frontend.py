@@ -6,6 +6,7 @@ for, are one line, exit 2, before anything is configured or compiled.
 """
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import re
@@ -30,6 +31,8 @@ lock = "pytorch"
 kind = "archive"
 file = "minitorch214-2.14.0.tar.gz"
 sha256 = "{sha}"
+patches = ["minitorch214/patches/0001-readme.patch"]
+patch_checkouts = true
 [build]
 system = "pytorch"
 [build.pytorch]
@@ -53,6 +56,13 @@ def mini(tmp_path_factory):
     project = copy_project(root / "project")
     sha = hashlib.sha256(tarball.read_bytes()).hexdigest()
     (project / "recipes" / "minitorch214.toml").write_text(RECIPE.format(sha=sha))
+    # A patch, so `source=PATH` builds a patched copy of the checkout in the store's sources/
+    # (as recipes/pytorch2.toml does): a refusal must come before that copy is made.
+    (project / "recipes" / "minitorch214" / "patches").mkdir(parents=True)
+    readme = (MINI / "README.md").read_text().splitlines(keepends=True)
+    (project / "recipes" / "minitorch214" / "patches" / "0001-readme.patch").write_text("".join(
+        difflib.unified_diff(readme, [*readme, "Patched by the recipe.\n"], "a/README.md",
+                             "b/README.md")))
     return {"root": root, "project": project, "store": root / "store",
             "env": {"ORCH_ARCHIVES": str(archives)}}
 
@@ -99,8 +109,10 @@ def test_scikit_build_core_tree_built_end_to_end(mini):
     assert "BUILD_TYPE=RelWithDebInfo CXX=202002L" in out.stdout
 
 
-def refused(mini, tree: Path, *must: str) -> str:
-    """`doit build source=tree`: one line, exit 2, no traceback, nothing configured or stored."""
+def refused(mini, tree: Path, *must: str, copied: bool = False) -> str:
+    """`doit build source=tree`: one line, exit 2, no traceback, nothing configured or stored;
+    nothing copied either, unless `copied` (a refusal that needs the locked toolchain comes
+    after the recipe's patched copy of the checkout is made in sources/)."""
     store_before = listing(mini["store"])
     tree_before = listing(tree)
     res = doit(mini, "build", "variant=relwithdebinfo", f"source={tree}")
@@ -111,11 +123,11 @@ def refused(mini, tree: Path, *must: str) -> str:
     for text in must:
         assert text in errors[0], errors[0]
     assert listing(tree) == tree_before  # the checkout is not written
-    # Nothing stored, copied or configured: the store differs at most by the build's log
-    # and lock files (its sources/ entry is the checkout's identity, made before the builder).
-    made = {p for p in listing(mini["store"]) - store_before
-            if not p[0].endswith((".log", ".lock")) and not p[0].startswith(("logs/", "locks/"))}
-    assert not any("CMakeCache" in p[0] or p[0].startswith("store/") for p in made), made
+    # Nothing copied, configured or stored: no sources/, build/, store/ or tmp/ entry (the
+    # toolchain, made on the first build, and the planner's caches may appear).
+    made = {p[0] for p in listing(mini["store"]) - store_before}
+    kept = ("build/", "store/", "tmp/") if copied else ("sources/", "build/", "store/", "tmp/")
+    assert not any(p.startswith(kept) for p in made), made
     return errors[0]
 
 
@@ -174,7 +186,8 @@ def test_compiler_too_old_for_the_tree_is_one_line_before_any_compile(mini):
     that refuses a pre-GCC-11 compiler for a 2.13+ C++20 tree."""
     tree = tree_with(mini, "cxx23", lambda t: replace(
         t / "CMakeLists.txt", "set(CMAKE_CXX_STANDARD\n    20", "set(CMAKE_CXX_STANDARD\n    23"))
-    refused(mini, tree, "CMAKE_CXX_STANDARD 23", "__cplusplus 202100L", "pin a newer C++ compiler")
+    refused(mini, tree, "CMAKE_CXX_STANDARD 23", "__cplusplus 202100L", "pin a newer C++ compiler",
+            copied=True)
 
 
 # -- the reader's semantics, without a build ----------------------------------------------

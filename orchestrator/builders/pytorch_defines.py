@@ -15,7 +15,7 @@ from orchestrator.errors import UserError
 from orchestrator.fs import write_atomic
 from orchestrator.model.pytorch_options import PyTorchOptions
 from orchestrator.read_trace import stat_sig
-from orchestrator.sources.skbuild_settings import SKBUILD_VERSION, STATE, SkbuildConfig, read_skbuild
+from orchestrator.sources.skbuild_settings import STATE, SkbuildConfig, read_skbuild, version_in
 from orchestrator.sources.tree_version import read_pyproject, tree_version
 
 TRUE_FLAGS = ("ON", "1", "YES", "TRUE", "Y")
@@ -41,9 +41,8 @@ def frontend_of(ctx: BuildContext, driver: str, env: dict[str, str]) -> SkbuildC
     as the recipe lock's pypi:scikit-build-core (else the one the reader follows) would."""
     if driver != "scikit-build-core":
         return None
-    entry = ctx.plan.lock.entries.get("pypi:scikit-build-core")
-    version = entry.version if entry is not None and entry.version else SKBUILD_VERSION
-    return read_skbuild(ctx.source_dir, read_pyproject(ctx.source_dir), env, version)
+    return read_skbuild(ctx.source_dir, read_pyproject(ctx.source_dir), env,
+                        version_in(ctx.plan.lock))
 
 
 def skbuild_cache(ctx: BuildContext, opts: PyTorchOptions, py: dict[str, str],

@@ -17,6 +17,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from orchestrator.errors import UserError
+from orchestrator.model.lock import Lock
 
 # The scikit-build-core whose settings semantics this reader follows (locks/toolchain.toml
 # pins it); a recipe whose lock pins pypi:scikit-build-core is read as that version.
@@ -39,6 +40,12 @@ class SkbuildConfig:
     minimum_version: str | None
     read_as: str                     # the scikit-build-core version its semantics follow
     matched: list[str] = field(default_factory=list)  # which overrides applied, and why
+
+
+def version_in(lock: Lock) -> str:
+    """The scikit-build-core a recipe's lock pins, else the one this reader follows."""
+    entry = lock.entries.get("pypi:scikit-build-core")
+    return entry.version if entry is not None and entry.version else SKBUILD_VERSION
 
 
 def env_true(value: str) -> bool:
@@ -187,26 +194,10 @@ def required_version(requires: list[str], where: str) -> list[Requirement]:
     return out
 
 
-def read_skbuild(src: Path, pyproject: dict[str, Any], env: dict[str, str],
-                 version: str = SKBUILD_VERSION) -> SkbuildConfig:
-    """[tool.scikit-build] of a tree whose build backend is scikit_build_core.build, resolved
-    for this environment as scikit-build-core `version` would; refusals are one line."""
-    where = str(src / "pyproject.toml")
-    system = pyproject.get("build-system", {})
-    requires = system.get("requires", []) if isinstance(system, dict) else []
-    if not isinstance(requires, list):
-        raise UserError(f"{where}: [build-system] requires = {requires!r} is not a list")
-    reqs = required_version(requires, where)
-    for req in reqs:
-        if req.specifier and not req.specifier.contains(version, prereleases=True):
-            raise UserError(f"{where}: [build-system] requires {str(req)!r} but the pytorch builder "
-                            f"reads [tool.scikit-build] as scikit-build-core {version}; pin a "
-                            "matching pypi:scikit-build-core in the recipe's lock, or use an older tree")
-    tool = pyproject.get("tool", {})
-    raw = tool.get("scikit-build") if isinstance(tool, dict) else None
-    table: dict[str, Any] = copy.deepcopy(raw) if isinstance(raw, dict) else {}
-    matched = apply_overrides(table, env, version, where)
-    minimum = table.get("minimum-version")
+def checked_minimum(minimum: Any, reqs: list[Requirement], version: str,
+                    where: str) -> str | None:
+    """minimum-version (or "build-system.requires": that requirement's lower bound), refused
+    when it is newer than the scikit-build-core it is read as."""
     if minimum == "build-system.requires":
         bounds = [s.version for r in reqs for s in r.specifier if s.operator in (">=", "==", "~=")]
         if not bounds:
@@ -222,19 +213,73 @@ def read_skbuild(src: Path, pyproject: dict[str, Any], env: dict[str, str],
         if too_new:
             raise UserError(f"{where}: [tool.scikit-build] minimum-version = \"{minimum}\" but the "
                             f"pytorch builder reads it as scikit-build-core {version}; pin "
-                            "scikit-build-core>=" f"{minimum} in the recipe's lock, or use an older tree")
-    cmake = table.get("cmake", {})
-    if not isinstance(cmake, dict):
-        raise UserError(f"{where}: [tool.scikit-build] cmake = {cmake!r} is not a table")
+                            f"scikit-build-core>={minimum} in the recipe's lock, or use an older tree")
+    return None if minimum is None else str(minimum)
+
+
+def checked_requires(pyproject: dict[str, Any], version: str, where: str) -> list[Requirement]:
+    """[build-system] requires' scikit-build-core entries, refused when `version` is outside."""
+    system = pyproject.get("build-system", {})
+    requires = system.get("requires", []) if isinstance(system, dict) else []
+    if not isinstance(requires, list):
+        raise UserError(f"{where}: [build-system] requires = {requires!r} is not a list")
+    reqs = required_version(requires, where)
+    for req in reqs:
+        if req.specifier and not req.specifier.contains(version, prereleases=True):
+            raise UserError(f"{where}: [build-system] requires {str(req)!r} but the pytorch builder "
+                            f"reads [tool.scikit-build] as scikit-build-core {version}; pin a "
+                            "matching pypi:scikit-build-core in the recipe's lock, or use an older tree")
+    return reqs
+
+
+def checked_source_dir(src: Path, cmake: dict[str, Any], has_table: bool, where: str) -> str:
+    """cmake.source-dir, relative to the tree, refused unless it holds a CMakeLists.txt."""
     subdir = str(cmake.get("source-dir", "."))
     source_dir = (src / subdir).resolve()
     if not source_dir.is_relative_to(src.resolve()):
         raise UserError(f"{where}: cmake.source-dir = {subdir!r} is outside the tree")
     if not (source_dir / "CMakeLists.txt").is_file():
         found = (f"cmake.source-dir = {cmake['source-dir']!r}" if "source-dir" in cmake
-                 else "no cmake.source-dir" if raw is not None else "no [tool.scikit-build] table")
+                 else "no cmake.source-dir" if has_table else "no [tool.scikit-build] table")
         raise UserError(f"{where}: build-backend scikit_build_core.build, {found}, and "
                         f"{source_dir} has no CMakeLists.txt; is this a PyTorch checkout?")
+    return str(source_dir.relative_to(src.resolve()))
+
+
+def static_check(src: Path, pyproject: dict[str, Any], version: str = SKBUILD_VERSION) -> None:
+    """What can be refused before the build's environment is known (`source=PATH`, before
+    the checkout is copied): build-system.requires, the table's own minimum-version, override
+    conditions this reader does not follow, a cmake.source-dir no override moves."""
+    where = str(src / "pyproject.toml")
+    reqs = checked_requires(pyproject, version, where)
+    tool = pyproject.get("tool", {})
+    raw = tool.get("scikit-build") if isinstance(tool, dict) else None
+    table = raw if isinstance(raw, dict) else {}
+    checked_minimum(table.get("minimum-version"), reqs, version, where)
+    overrides = table.get("overrides") or []
+    apply_overrides(copy.deepcopy(table), {}, version, where)
+    cmake = table.get("cmake", {})
+    moved = any(isinstance(o, dict) and isinstance(o.get("cmake"), dict)
+                and "source-dir" in o["cmake"] for o in overrides)
+    if isinstance(cmake, dict) and not moved:  # no override can move the entry point
+        checked_source_dir(src, cmake, raw is not None, where)
+
+
+def read_skbuild(src: Path, pyproject: dict[str, Any], env: dict[str, str],
+                 version: str = SKBUILD_VERSION) -> SkbuildConfig:
+    """[tool.scikit-build] of a tree whose build backend is scikit_build_core.build, resolved
+    for this environment as scikit-build-core `version` would; refusals are one line."""
+    where = str(src / "pyproject.toml")
+    reqs = checked_requires(pyproject, version, where)
+    tool = pyproject.get("tool", {})
+    raw = tool.get("scikit-build") if isinstance(tool, dict) else None
+    table: dict[str, Any] = copy.deepcopy(raw) if isinstance(raw, dict) else {}
+    matched = apply_overrides(table, env, version, where)
+    minimum = checked_minimum(table.get("minimum-version"), reqs, version, where)
+    cmake = table.get("cmake", {})
+    if not isinstance(cmake, dict):
+        raise UserError(f"{where}: [tool.scikit-build] cmake = {cmake!r} is not a table")
+    subdir = checked_source_dir(src, cmake, raw is not None, where)
     raw_defines = cmake.get("define") or {}
     if not isinstance(raw_defines, dict):
         raise UserError(f"{where}: [tool.scikit-build] cmake.define = {raw_defines!r} is not a table")
@@ -247,7 +292,6 @@ def read_skbuild(src: Path, pyproject: dict[str, Any], env: dict[str, str],
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise UserError(f"{where}: [tool.scikit-build] cmake.args = {args!r} is not a list of strings")
     build_type = cmake.get("build-type", "Release")
-    return SkbuildConfig(source_subdir=str(source_dir.relative_to(src.resolve())), defines=defines, args=list(args),
-                         table_build_type=str(build_type),
-                         minimum_version=None if minimum is None else str(minimum),
-                         read_as=version, matched=matched)
+    return SkbuildConfig(source_subdir=subdir,
+                         defines=defines, args=list(args), table_build_type=str(build_type),
+                         minimum_version=minimum, read_as=version, matched=matched)
