@@ -109,6 +109,27 @@ def test_scikit_build_core_tree_built_end_to_end(mini):
     assert "BUILD_TYPE=RelWithDebInfo CXX=202002L" in out.stdout
 
 
+def test_cmake_source_dir_is_the_entry_point_of_a_checkout_build(mini):
+    """cmake.source-dir names another CMakeLists.txt (here one that adds the root's as a
+    subdirectory): CMake runs on it, for a `source=PATH` checkout too."""
+    def edit(t: Path) -> None:
+        replace(t / "pyproject.toml", 'cmake.source-dir = "."', 'cmake.source-dir = "tools/entry"')
+        (t / "tools" / "entry").mkdir(parents=True)
+        (t / "tools" / "entry" / "CMakeLists.txt").write_text(
+            "cmake_minimum_required(VERSION 3.27 FATAL_ERROR)\nproject(TorchEntry CXX C)\n"
+            "set(TORCH_ENTRY_POINT ON CACHE BOOL \"\")\n"
+            "add_subdirectory(${CMAKE_CURRENT_SOURCE_DIR}/../.. torch)\n")
+    tree = tree_with(mini, "entry", edit)
+    res = doit(mini, "build", "variant=relwithdebinfo", f"source={tree}", "format=json")
+    assert res.returncode == 0, res.output[-3000:]
+    art = Path(json.loads(res.stdout.strip().splitlines()[-1])["path"])
+    info = json.loads((art / "meta/pytorch.json").read_text())
+    assert info["frontend"]["source_dir"] == "tools/entry"
+    cache = cache_entries((art / "meta/CMakeCache.txt").read_text())
+    assert cache["TORCH_ENTRY_POINT"] == "ON" and cache["CMAKE_HOME_DIRECTORY"].endswith("/tools/entry")
+    assert (art / "prefix/lib/libtorch_python.so").is_file()
+
+
 def refused(mini, tree: Path, *must: str, copied: bool = False) -> str:
     """`doit build source=tree`: one line, exit 2, no traceback, nothing configured or stored;
     nothing copied either, unless `copied` (a refusal that needs the locked toolchain comes
