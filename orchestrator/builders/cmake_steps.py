@@ -68,22 +68,26 @@ def locked_package_hints(ctx: BuildContext) -> dict[str, str]:
 
 def configure(ctx: BuildContext, env: dict[str, str] | None = None,
               overrides: dict[str, str] | None = None, file_api: bool = False,
-              linked_source: bool = False) -> bool:
+              linked_source: bool = False, source_subdir: str = ".",
+              extra_args: list[str] | None = None) -> bool:
     """Run cmake only when the tree is new or the configure arguments changed.
 
     overrides replace our defines of the same name (the variant's still win); file_api asks
     CMake for its codemodel (targets → directories) in .cmake/api/v1/reply; linked_source
     configures the source through compile_cache.source_link (path-free compile lines, so the
-    compile cache hits across checkouts). Returns whether cmake ran.
+    compile cache hits across checkouts); source_subdir: the CMakeLists.txt's directory in
+    the tree; extra_args come after the -D list (scikit-build-core's cmake.args). Returns
+    whether cmake ran.
     """
     source: Path = ctx.source_dir
     flags: list[str] = []
     if linked_source:
         source = source_link(ctx.build_dir, ctx.source_dir)
         flags = source_link_flags(source, ctx.logical_source)
-    args = configure_args(ctx, overrides, flags)
+    source = source / source_subdir if source_subdir != "." else source
+    args = [*configure_args(ctx, overrides, flags), *(extra_args or [])]
     stamp = ctx.build_dir / CONFIGURE_STAMP
-    wanted = digest_of({"args": args, "source": str(ctx.source_dir)})
+    wanted = digest_of({"args": args, "source": str(ctx.source_dir / source_subdir)})
     if (ctx.build_dir / "build.ninja").is_file() and (ctx.build_dir / "CMakeCache.txt").is_file() \
             and stamp.is_file() and json.loads(stamp.read_text()).get("digest") == wanted:
         return False
