@@ -121,3 +121,13 @@ def measure_sides(command: list[str], runs: list[Run], measure: Measure, rounds:
             runs[i].samples.append(run_once(command, runs[i], measure))
             order.append("AB"[i])
     return order
+
+
+def measure_one(command: list[str], run: Run, measure: Measure, rounds: int, warmup: int,
+                cpu: int) -> list[float]:
+    """One side alone (the nightly bot's per-night samples): warm-up, then rounds runs."""
+    with pinned(cpu):
+        for _ in range(warmup):
+            run_once(command, run, measure)
+        run.samples += [run_once(command, run, measure) for _ in range(rounds)]
+    return run.samples

@@ -11,7 +11,7 @@ from typing import Any
 from orchestrator.artifact_ref import find_stored
 from orchestrator.errors import UserError
 from orchestrator.plan import make_plan
-from orchestrator.realise import realise
+from orchestrator.realise import Realised, realise
 from orchestrator.settings import Settings
 from orchestrator.store import Store
 from orchestrator.toolchain import ensure_toolchain
@@ -32,10 +32,13 @@ def names_of(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-def variant_side(settings: Settings, store: Store, variant: str) -> Side:
-    r = realise(settings, store, None, variant)
-    return Side(variant, r.plan.artifact_id, r.plan.name, r.path,
+def realised_side(r: Realised, label: str) -> Side:
+    return Side(label, r.plan.artifact_id, r.plan.name, r.path,
                 r.plan.recipe.outputs.model_dump(), r.toolchain.root, r.plan.derivation)
+
+
+def variant_side(settings: Settings, store: Store, variant: str) -> Side:
+    return realised_side(realise(settings, store, None, variant), variant)
 
 
 def stored_side(settings: Settings, store: Store, wanted: str, label: str) -> Side:
