@@ -15,7 +15,7 @@ from orchestrator.plan_why import Change
 
 def amount(value: float, unit: str) -> str:
     if unit != "s":
-        return f"{value:.4g} {unit}"
+        return f"{value:.4g}"
     for scale, name in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
         if value >= scale:
             return f"{value / scale:.3g} {name}"
@@ -28,10 +28,10 @@ def table(report: BenchReport) -> Table:
     t = Table(title=f"doit bench: {' '.join(report.command)}",
               caption=f"{what}; {report.rounds} rounds A B B A … after {report.warmup} warm-up "
                       f"run(s) each; CPU {report.cpu}")
-    for col in ("", "artifact", "median", "IQR", "n"):
+    for col in ("", "id", "median", "IQR", "n"):
         t.add_column(col)
     for tag, side in (("A", report.a), ("B", report.b)):
-        t.add_row(f"{tag} {side.label}", side.name[:12] + side.name[40:], amount(side.median, report.unit),
+        t.add_row(f"{tag} {side.label}", side.id[:10], amount(side.median, report.unit),
                   amount(side.iqr, report.unit), str(side.n))
     return t
 
@@ -74,7 +74,7 @@ def write_plot(report: BenchReport, path: Path) -> None:
         ax.set_title(f"B/A {report.ratio:.3f} (CI {lo:.3f}–{hi:.3f}): {report.verdict}",
                      fontsize=9)
         ax.set_xlabel("run (in the order run)")
-        ax.set_ylabel(report.unit if report.unit != "s" else "seconds")
+        ax.set_ylabel("seconds" if report.unit == "s" else report.metric)
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=7)
         fig.tight_layout()

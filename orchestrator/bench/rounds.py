@@ -26,7 +26,7 @@ class Measure:
 
     @property
     def unit(self) -> str:
-        return "s" if self.kind in ("wall", "cpu") else self.metric
+        return "s" if self.kind in ("wall", "cpu") else ""  # a metric's unit is the command's
 
     def describe(self) -> str:
         return {"wall": "wall time", "cpu": "CPU time (user+sys)"}.get(

@@ -51,7 +51,7 @@ class BenchReport(_Strict):
     command: list[str]
     measure: str  # "wall" | "cpu" | "metric"
     metric: str  # the JSON key for measure "metric", else ""
-    unit: str
+    unit: str  # "s" for wall and cpu; "" for a metric (the command's own unit)
     better: Literal["lower", "higher"]
     cpu: int  # the CPU every run was pinned to
     rounds: int
