@@ -14,7 +14,7 @@ from orchestrator.bench.sides import bench_sides
 from orchestrator.command_line import command_after_dashes
 from orchestrator.console import console
 from orchestrator.errors import UserError
-from orchestrator.settings import Settings, parse_bool
+from orchestrator.settings import Settings
 from orchestrator.store import Store
 from orchestrator.verbs.output import print_json
 
@@ -65,7 +65,7 @@ def cmd_bench(settings: Settings, words: list[str]) -> None:
     better = settings.vars.get("better", "lower")
     if better not in ("lower", "higher"):
         raise UserError(f"bench: better={better!r}: use better=lower (times) or better=higher")
-    allow_noisy = parse_bool("allow_noisy", settings.vars.get("allow_noisy", "0"))
+    allow_noisy = settings.flag("allow_noisy")
     store = Store(settings.store_root)
     sides = bench_sides(settings, store)
     report = compare(sides, command, measure, rounds, warmup, better, allow_noisy)
