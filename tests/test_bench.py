@@ -61,7 +61,7 @@ def test_twice_the_work_is_slower_with_an_interval_excluding_one(doit, cmd, tmp_
 def test_the_same_artifact_twice_is_no_difference(doit, cmd, tmp_path) -> None:
     [path] = built(doit, "benchkernel", "release").values()
     artifact_id = path.name[:12]
-    res = cmd("bench", *KERNEL, f"ids={artifact_id},{artifact_id}", "rounds=10",
+    res = cmd("bench", *KERNEL, f"ids={artifact_id},{artifact_id}", "rounds=16",
                "metric=seconds", "allow_noisy=1", f"plot={tmp_path / 'p.svg'}", "format=json",
                "--", "benchkernel", "5")
     report = report_of(res)
