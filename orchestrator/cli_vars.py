@@ -57,6 +57,15 @@ VARS: dict[str, Var] = _vars(
     ("variant2", "name", "(variant=)", "why: the second side's variant"),
     ("source2", "path", "(source=)", "why: the second side's checkout"),
     ("targets2", "list", "(targets=)", "why: the second side's build targets"),
+    ("variants", "list", "", "bench: the two variants to compare, e.g. relwithdebinfo,release"),
+    ("ids", "list", "", "bench: the two stored artifacts to compare (6+ hex digits each)"),
+    ("rounds", "int", "10", "bench: runs of each side, interleaved A B B A"),
+    ("warmup", "int", "1", "bench: runs of each side before the kept ones"),
+    ("measure", "wall|cpu|metric", "wall", "bench: what a run yields (metric: see metric=)"),
+    ("metric", "key", "", "bench: read this number from the last JSON line the command prints"),
+    ("better", "lower|higher", "lower", "bench: which way the measure improves"),
+    ("allow_noisy", "bool", "0", "bench: give a verdict although the machine is busy"),
+    ("plot", "path", ".orch/bench/<a>-vs-<b>.svg", "bench: where the SVG plot goes"),
 )
 
 _SELECT = ("recipe", "variant", "source", "targets")
@@ -70,6 +79,7 @@ class Verb:
     doc: str
     vars: tuple[str, ...]
     positional: bool = False  # takes the remaining words (`doit why A B`)
+    command: bool = False  # takes a command after `--` (`doit bench ... -- CMD`)
 
 
 VERBS: dict[str, Verb] = {
@@ -112,9 +122,21 @@ VERBS: dict[str, Verb] = {
                     ("config", "reports", "push", "cell", "run", "notify", "jobs", "substitute",
                      "compile_cache", "distcc_hosts", "keep_going", *_WHERE, "format"),
                     positional=True),
+    "bench": Verb("Compare two artifacts' timings: doit bench variants=a,b (or ids=A,B) -- CMD "
+                  "(each in its own environment, interleaved, one CPU).",
+                  ("recipe", "variants", "ids", "rounds", "warmup", "measure", "metric", "better",
+                   "allow_noisy", "plot", "jobs", "substitute", "compile_cache", *_WHERE,
+                   "workspace", "format"), positional=True, command=True),
+    "run": Verb("Run one command in one artifact's environment, without switching: doit run "
+                "variant=X -- CMD (or id=).",
+                (*_SELECT, "id", "jobs", "substitute", "compile_cache", *_WHERE, "workspace"),
+                positional=True, command=True),
 }
 
 KNOWN: frozenset[str] = frozenset(VARS)
+# Verbs the glue answers before doit selects tasks (doit_glue.run_verb_now): doit reserves the
+# name `run` for its own command, so it is no task and `doit list` does not show it.
+BEFORE_DOIT: frozenset[str] = frozenset({"run"})
 BOOLEANS: frozenset[str] = frozenset(n for n, v in VARS.items() if v.type == "bool")
 
 
@@ -150,7 +172,7 @@ def verb_help(verb: str) -> str:
     """`doit help <verb>`: its one-line doc, then one line per variable."""
     spec = VERBS[verb]
     rows = [VARS[n] for n in spec.vars]
-    words = " WORD ..." if spec.positional else ""
+    words = " -- CMD ..." if spec.command else " WORD ..." if spec.positional else ""
     lines = [f"doit {verb} [name=value ...]{words}", f"  {spec.doc}", "",
              "variables (name=value):"]
     w_name = max((len(v.name) for v in rows), default=0) + 1

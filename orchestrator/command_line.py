@@ -27,11 +27,14 @@ def cli_argv() -> list[str] | None:
 
 
 def split_words(argv: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
-    """(positional words, [(name, value)] in order) by doit's rule; options are skipped."""
+    """(positional words, [(name, value)] in order) by doit's rule; options are skipped. The
+    words after `--` are a command's (`doit bench ... -- CMD`), not doit's: they are left out."""
     words: list[str] = []
     pairs: list[tuple[str, str]] = []
     skip = False
     for arg in argv:
+        if arg == "--":
+            break
         if skip:
             skip = False
         elif arg.startswith("-"):
@@ -42,3 +45,8 @@ def split_words(argv: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
         else:
             words.append(arg)
     return words, pairs
+
+
+def command_after_dashes(argv: list[str]) -> list[str]:
+    """The words after the first `--` (a command `doit bench` / `doit run` runs), else []."""
+    return list(argv[argv.index("--") + 1:]) if "--" in argv else []

@@ -43,9 +43,11 @@ class DoitEntry(DoitMain):
     command line's variables for command_vars, which cannot see them in sys.argv."""
 
     in_process_vars: dict[str, str] | None = None
+    in_process_argv: list[str] | None = None
 
     def process_args(self, cmd_args: list[str]) -> list[str]:  # noqa: D102 - doit API
         DoitEntry.in_process_vars = dict(split_words(cmd_args)[1])
+        DoitEntry.in_process_argv = list(cmd_args)
         return super().process_args(cmd_args)
 
 
@@ -150,11 +152,19 @@ def task(verb: str, name: str) -> dict:
             "uptodate": [False], "verbosity": 2}
 
 
-def args_task(verb: str, name: str) -> dict:
-    """A task whose verb also gets the command line's positional words (`doit why A B`)."""
+def whole_command_line() -> list[str]:
+    """The command line's words as typed (doit drops `name=value` words and options from a
+    task's positional words, also from a command after `--`)."""
+    argv = cli_argv()
+    return argv if argv is not None else list(DoitEntry.in_process_argv or [])
+
+
+def args_task(verb: str, name: str, whole: bool = False) -> dict:
+    """A task whose verb also gets the command line's positional words (`doit why A B`), or
+    with `whole` every word of it (`doit bench ... -- CMD` reads the words after `--`)."""
 
     def run(pos: list[str]) -> object:
-        return action(verb, name, pos)()
+        return action(verb, name, whole_command_line() if whole else pos)()
 
     run.__name__ = verb.partition(":")[2]
     return {**task(verb, name), "actions": [run], "pos_arg": "pos"}
@@ -175,11 +185,27 @@ class QuietReporter(ConsoleReporter):
             super().complete_run()
 
 
+def runs_a_command(argv: list[str]) -> bool:
+    """`doit run [name=value ...] -- CMD`: our `run` verb, not doit's run command (doit would
+    take CMD's words for task names)."""
+    words = split_words(argv)[0]
+    return "--" in argv and words in (["run"], ["run", "run"])
+
+
+def run_verb_now(argv: list[str]) -> None:
+    """Run `doit run ... -- CMD` before doit selects tasks; exits with its status (the
+    command's own when it ran: the verb replaces this process)."""
+    failure = action("run:cmd_run", "run", argv)()
+    raise SystemExit(2 if isinstance(failure, TaskError) else 1 if failure else 0)
+
+
 def doit_config(repo_root: Path) -> dict:
     argv = cli_argv()
     if argv is not None:
         preflight(argv)
     configure(repo_root)
+    if argv is not None and runs_a_command(argv):
+        run_verb_now(argv)
     (repo_root / ".orch").mkdir(exist_ok=True)
     # doit's dependency DB in memory: every task runs (uptodate False) and nothing reads what
     # doit records, while a file cost each command sqlite's commit (4 fdatasync, 15-20 ms on

@@ -78,3 +78,8 @@ def task_vscode():
 def task_nightly():
     """Build bot: the nightly.toml matrix (jobs=N); `nightly matrix`, cell=R/V, `nightly report`."""
     return args_task("nightly:cmd_nightly", "nightly")
+
+
+def task_bench():
+    """Compare two artifacts' timings: variants=a,b (or ids=A,B) -- CMD (format=json, plot=)."""
+    return args_task("bench:cmd_bench", "bench", whole=True)

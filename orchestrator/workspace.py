@@ -143,8 +143,11 @@ class Workspace:
             f"export ORCH_PROFILE={shlex.quote(str(self.profile))}\n"
             f"export ORCH_TOOLCHAIN={shlex.quote(str(self.toolchain_link))}\n"
             f'export PATH="$ORCH_TOOLCHAIN/venv/bin:{joined(outputs["bin"])}:$PATH"\n'
-            f'export LD_LIBRARY_PATH="{joined(outputs["lib"])}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"\n'
             f'export PYTHONPATH="{joined(outputs["python"])}${{PYTHONPATH:+:$PYTHONPATH}}"\n'
+            "# No LD_LIBRARY_PATH: it beats every library's RUNPATH, so a process that imports\n"
+            "# another artifact (PYTHONPATH at it) would load this profile's libraries with it.\n"
+            "# Artifacts find their own libraries through RUNPATH; run another one with\n"
+            "# `doit run variant=X -- CMD`. Link your own programs with -Wl,-rpath.\n"
             "# Store entries are immutable: Python must not write __pycache__ into them.\n"
             "export PYTHONDONTWRITEBYTECODE=1\n"
         )

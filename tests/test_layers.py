@@ -23,7 +23,7 @@ LAYERS: list[list[str]] = [
     ["plan", "selection", "artifact_ref", "plan_memo", "head_start"],
     ["builders", "verify", "cache"],
     ["build_step", "reverify", "rebuild_check", "realise", "plan_why"],
-    ["workspace", "workspace_links", "activation", "store_usage", "ide", "bot"],
+    ["workspace", "workspace_links", "activation", "store_usage", "ide", "bot", "bench"],
     ["verbs"],
     ["tasks", "doit_glue", "fast_path"],
 ]
