@@ -119,9 +119,11 @@ BOOLEANS: frozenset[str] = frozenset(n for n, v in VARS.items() if v.type == "bo
 
 
 def close(word: str, choices: list[str] | tuple[str, ...] | frozenset[str]) -> str | None:
-    """The nearest of choices to word (difflib), if any is close."""
-    found = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
-    return found[0] if found else None
+    """The nearest of choices to word (difflib, case-insensitive: `Release` finds `release`),
+    if any is close."""
+    by_lower = {c.lower(): c for c in sorted(choices, reverse=True)}
+    found = difflib.get_close_matches(word.lower(), sorted(by_lower), n=1, cutoff=0.6)
+    return by_lower[found[0]] if found else None
 
 
 def did_you_mean(word: str, choices, fmt: str = "{}") -> str:  # noqa: ANN001
@@ -158,4 +160,20 @@ def verb_help(verb: str) -> str:
     w_def = max((len(v.default) for v in rows), default=0)
     lines += [f"  {v.name + '=':<{w_name}}  {v.type:<{w_type}}  {v.default or '-':<{w_def}}  {v.help}"
               for v in rows]
+    return "\n".join(lines)
+
+
+# doit's own commands, in the order `doit help` lists them after the verbs
+DOIT_OWN = ("list", "help", "info", "clean", "forget", "ignore", "dumpdb", "strace",
+            "reset-dep", "tabcompletion")
+
+
+def overview() -> str:
+    """`doit help` / `doit -h`: every verb with its one line, then doit's own commands."""
+    width = max(len(v) for v in VERBS) + 2
+    lines = ["usage: doit VERB [name=value ...]   (from a subdirectory: orch VERB ...)", "",
+             "verbs:"]
+    lines += [f"  {name:<{width}}{spec.doc}" for name, spec in VERBS.items()]
+    lines += ["", f"doit's own commands: {', '.join(DOIT_OWN)} (`doit help COMMAND`)",
+              "`doit help VERB` (or `doit VERB -h`) lists a verb's variables with type and default."]
     return "\n".join(lines)
