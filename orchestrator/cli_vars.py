@@ -82,10 +82,11 @@ VERBS: dict[str, Verb] = {
     "verify": Verb("Check the active artifact (or recipe/variant, id=) for ABI, linkage, debug "
                    "info, CUDA archs.",
                    (*_SELECT, "id", "toolchain", "lock", *_WHERE, "workspace", "format")),
-    "switch": Verb("Point the workspace's profile at recipe/variant, building it first if missing.",
-                   (*_SELECT, *_BUILD, *_WHERE, "workspace", "format")),
-    "rollback": Verb("Return the workspace's profile to the previous generation.",
-                     (*_WHERE, "workspace", "format")),
+    "switch": Verb("Point the workspace's profile at recipe/variant, building it first if "
+                   "missing; `doit switch -`: back to what was active before.",
+                   (*_SELECT, *_BUILD, *_WHERE, "workspace", "format"), positional=True),
+    "rollback": Verb("Return the workspace's profile to the previous generation holding a "
+                     "different artifact.", (*_WHERE, "workspace", "format")),
     "status": Verb("Show the workspace's generations, the store's artifacts, toolchains and "
                    "build trees.", (*_WHERE, "workspace", "format")),
     "plan": Verb("Show recipe/variant's id, derivation, lock entries and what build would do.",

@@ -24,7 +24,7 @@ def task_verify():
 
 
 def task_switch():
-    return task("switch:cmd_switch", "switch")
+    return args_task("switch:cmd_switch", "switch")  # `doit switch -`
 
 
 def task_rollback():
