@@ -42,6 +42,7 @@ VARS: dict[str, Var] = _vars(
     ("lock", "name", "(the recipe's)", "one lock, locks/<name>.lock.json (git-sources too)"),
     ("toolchain", "bool", "0", "verify: re-hash the materialized toolchain; push/pull: the toolchain"),
     ("keep", "int", "1", "gc: keep the last N generations of every workspace"),
+    ("derivation", "bool", "0", "plan: print the derivation's JSON too"),
     ("dry_run", "bool", "0", "gc: show what would be deleted and the bytes, delete nothing"),
     ("ccache_max", "size", "(unset)", "gc: trim the compile cache to this size, e.g. 5G"),
     ("ccache_evict_older", "age", "(unset)", "gc: evict compile-cache entries older, e.g. 7d"),
@@ -89,8 +90,9 @@ VERBS: dict[str, Verb] = {
                      "different artifact.", (*_WHERE, "workspace", "format")),
     "status": Verb("Show the workspace's generations, the store's artifacts, toolchains and "
                    "build trees.", (*_WHERE, "workspace", "format")),
-    "plan": Verb("Show recipe/variant's id, derivation, lock entries and what build would do.",
-                 (*_SELECT, "substitute", *_WHERE, "format")),
+    "plan": Verb("Show recipe/variant's id, lock entries and what build would do "
+                 "(derivation=1: its derivation too).",
+                 (*_SELECT, "substitute", "derivation", *_WHERE, "format")),
     "why": Verb("Why two artifacts differ: doit why ID_A ID_B (stored, 6+ hex digits each), or "
                 "doit why variant=release variant2=debug (planned, nothing built).",
                 (*_SELECT, *_SECOND, *_WHERE, "format"), positional=True),

@@ -37,14 +37,21 @@ def label_width(total_width: int | None = None) -> int:
     return max(0, min(LABEL_MAX, (total_width or console.width) - fixed - 1))
 
 
-def phase_line(name: str, seconds: float) -> str:
-    return f"[green]✓[/] {name:<{PHASE_WIDTH}}{seconds:>8.1f}s"
+def phase_line(name: str, seconds: float, ok: bool = True) -> str:
+    mark = "[green]✓[/]" if ok else "[red]✗[/]"
+    return f"{mark} {name:<{PHASE_WIDTH}}{seconds:>8.1f}s"
 
 
-def print_phase(name: str, seconds: float, note: str = "") -> None:
-    """The one line a finished phase leaves: `✓ build        12.3s`."""
-    console.print(phase_line(name, seconds) + (f"  [dim]{note}[/]" if note else ""),
+def print_phase(name: str, seconds: float, note: str = "", ok: bool = True) -> None:
+    """The one line a finished phase leaves: `✓ build        12.3s` (`✗` when it failed)."""
+    console.print(phase_line(name, seconds, ok) + (f"  [dim]{note}[/]" if note else ""),
                   soft_wrap=True)
+
+
+class Outcome:
+    """What a phase's body says of itself: `failed = True` marks its line with ✗."""
+
+    failed: bool = False
 
 
 def print_total(seconds: float, what: str = "total") -> None:
@@ -100,24 +107,36 @@ class ByteProgress:
 
 
 @contextlib.contextmanager
-def phase(name: str, note: str = "") -> Iterator[None]:
-    """A named phase: a spinner on a terminal while it runs, then its line with the time."""
+def phase(name: str, note: str = "") -> Iterator[Outcome]:
+    """A named phase: a spinner on a terminal while it runs, then its line with the time:
+    `✓` when it went well, `✗` when it raised or set the yielded Outcome's `failed`."""
     start = time.monotonic()
-    if console.is_terminal:
-        with console.status(f"{name} {note}".strip()):
-            yield
-    else:
-        yield
-    print_phase(name, time.monotonic() - start, note)
+    outcome = Outcome()
+    try:
+        if console.is_terminal:
+            with console.status(f"{name} {note}".strip()):
+                yield outcome
+        else:
+            yield outcome
+    except BaseException:
+        outcome.failed = True
+        raise
+    finally:
+        print_phase(name, time.monotonic() - start, note, ok=not outcome.failed)
 
 
 @contextlib.contextmanager
 def step(title: str) -> Iterator[None]:
-    """Show a spinner while a long step runs, then its duration."""
+    """Show a spinner while a long step runs, then its duration (✗ when it raised)."""
     start = time.monotonic()
-    if console.is_terminal:
-        with console.status(title):
+    ok = False
+    try:
+        if console.is_terminal:
+            with console.status(title):
+                yield
+        else:
             yield
-    else:
-        yield
-    console.print(f"[green]✓[/] {title} [dim]({time.monotonic() - start:.1f}s)[/]")
+        ok = True
+    finally:
+        mark = "[green]✓[/]" if ok else "[red]✗[/]"
+        console.print(f"{mark} {title} [dim]({time.monotonic() - start:.1f}s)[/]")
