@@ -41,9 +41,10 @@ VARS: dict[str, Var] = _vars(
     ("distcc_hosts", "hosts", "(compile-cache.toml)", "distcc hosts, e.g. 'a/4,b/8'; '' for none"),
     ("lock", "name", "(the recipe's)", "one lock, locks/<name>.lock.json (git-sources too)"),
     ("toolchain", "bool", "0", "verify: re-hash the materialized toolchain; push/pull: the toolchain"),
-    ("keep", "int", "1", "gc: keep the last N generations of every workspace"),
+    ("keep", "int", "2", "gc: keep the last N generations of every workspace"),
     ("derivation", "bool", "0", "plan: print the derivation's JSON too"),
-    ("dry_run", "bool", "0", "gc: show what would be deleted and the bytes, delete nothing"),
+    ("dry_run", "bool", "0", "gc: show what would be deleted (and what stays, kept by which "
+     "root), delete nothing"),
     ("ccache_max", "size", "(unset)", "gc: trim the compile cache to this size, e.g. 5G"),
     ("ccache_evict_older", "age", "(unset)", "gc: evict compile-cache entries older, e.g. 7d"),
     ("all", "bool", "0", "push every stored artifact of the recipe"),

@@ -34,3 +34,49 @@ def test_plan_prints_a_short_summary_and_the_derivation_on_request(doit) -> None
     assert data["derivation"]["builder"] == "cmake"
     bad = doit("plan", "derivation=maybe")
     assert bad.returncode == 2 and "derivation" in bad.stderr
+
+
+def test_status_verify_and_gc_fit_80_columns_and_say_what_stays(doit, project: Path) -> None:  # noqa: ANN001
+    w = f"workspace={project}"
+    for v in ("relwithdebinfo", "release"):
+        assert doit("switch", f"variant={v}", w).returncode == 0
+    data = json.loads(doit("status", w, "format=json").stdout)
+    ids = [a["id"] for a in data["artifacts"]]
+    assert len(ids) == 2 and all(len(i) == 40 for i in ids)           # JSON: whole ids
+    assert all(len(g["artifact"]) > 40 for g in data["generations"])
+
+    human = doit("status", w)                   # not a terminal: rich's 80 columns
+    assert human.returncode == 0, human.output
+    lines = human.stderr.splitlines()
+    tables = [ln for ln in lines if "/" not in ln]  # the paths' lines are not table rows
+    assert len(tables) >= 6 and all(len(ln) <= 80 for ln in tables), human.stderr
+    for a in data["artifacts"]:
+        short, date = a["id"][:12], a["date"]
+        row = [ln for ln in lines if re.search(rf"\b{short}\b", ln) and date in ln]
+        assert len(row) == 1, (short, date, human.stderr)              # id and date whole, one line
+        assert a["id"][:13] not in human.stderr.split("active:")[1].split("\n", 1)[1]
+    act = data["active"]["id"]
+    assert re.search(rf"^\*\s+2\s+\d{{4}}-\d\d-\d\d \d\d:\d\d\s+{act[:12]}-demo-release\s*$",
+                     human.stderr, re.M), human.stderr             # generations: 12-digit ids
+
+    res = doit("verify", w)
+    assert res.returncode == 0, res.output
+    active = Path(data["active"]["path"])
+    headers = [ln for ln in res.stderr.splitlines() if ln.startswith(f"verify {active.name}")]
+    assert headers == [f"verify {active.name} PASS",
+                       f"verify {active.name}: all checks passed (3 ELF files)"], res.stderr
+
+    res = doit("gc", "dry_run=1", w, "format=json")     # the default keep=2: both stay
+    plan = json.loads(res.stdout)
+    assert not [d for d in plan["deleted"] if d["kind"] == "artifact"], plan["deleted"]
+    res = doit("gc", "dry_run=1", "keep=1", w, "format=json")
+    plan = json.loads(res.stdout)
+    [other] = [i for i in ids if i != act]
+    assert [Path(d["path"]).name[:40] for d in plan["deleted"] if d["kind"] == "artifact"] \
+        == [other]
+    kept = {Path(k["path"]).name: k["roots"] for k in plan["kept"]}
+    assert kept == {active.name: [f"{project} generation 2 (active)"]}, kept
+    res = doit("gc", "dry_run=1", "keep=1", w)
+    assert f"  artifact: {active.name[:12]}-demo-release (kept by {project} generation 2 " \
+           "(active))" in res.stderr, res.stderr
+    assert "gc: would keep 1 artifact(s)" in res.stderr
