@@ -109,6 +109,8 @@ VERBS: dict[str, Verb] = {
                  (*_SELECT, "id", "toolchain", "lock", *_WHERE, "format")),
     "cache-keygen": Verb("Write a cache signing key pair (name=...) outside the repo; print the "
                          "public key.", ("name", *_WHERE, "format")),
+    "cache-check": Verb("Check the team cache in one go: cache.toml, trusted keys, the signing "
+                        "key, reads and a test write.", ("format",)),
     "vscode": Verb("Write .vscode/ (lldb-14, gdb, debugpy), CMakePresets.json, .lldbinit/.gdbinit "
                    "for the profile.", (*_SELECT, "jobs", *_WHERE, "workspace", "format")),
     "nightly": Verb("Build bot: the nightly.toml matrix (jobs=N); `nightly matrix`, cell=R/V, "

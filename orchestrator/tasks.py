@@ -59,6 +59,10 @@ def task_cache_keygen():
     return {**task("cache_keygen:cmd_keygen", "cache-keygen"), "basename": "cache-keygen"}
 
 
+def task_cache_check():
+    return {**task("cache_check:cmd_cache_check", "cache-check"), "basename": "cache-check"}
+
+
 def task_vscode():
     return task("vscode:cmd_vscode", "vscode")
 
