@@ -52,7 +52,8 @@ def test_status_verify_and_gc_fit_80_columns_and_say_what_stays(doit, project: P
     assert len(tables) >= 6 and all(len(ln) <= 80 for ln in tables), human.stderr
     for a in data["artifacts"]:
         short, date = a["id"][:12], a["date"]
-        row = [ln for ln in lines if re.search(rf"\b{short}\b", ln) and date in ln]
+        store_rows = lines[next(i for i, ln in enumerate(lines) if ln.startswith("store ")):]
+        row = [ln for ln in store_rows if re.search(rf"\b{short}\b", ln) and date in ln]
         assert len(row) == 1, (short, date, human.stderr)              # id and date whole, one line
         assert a["id"][:13] not in human.stderr.split("active:")[1].split("\n", 1)[1]
     act = data["active"]["id"]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from orchestrator import cli_vars, store_usage
 from orchestrator.builders.compile_cache import gc as compile_cache_gc
+from orchestrator.console import working
 from orchestrator.errors import UserError
 from orchestrator.settings import Settings
 from orchestrator.store import Store
@@ -24,16 +25,18 @@ def cmd_gc(settings: Settings) -> None:
     dry_run = settings.flag("dry_run")
     ccache_max, ccache_older = compile_cache_gc.trim_request(settings.vars)
     store = Store(settings.store_root)
-    need = store_usage.needed(settings, store, keep)
-    doomed, notes = store_usage.gc_plan(settings, store, keep, need)
+    with working("gc: what no kept generation needs, and its size"):
+        need = store_usage.needed(settings, store, keep)
+        doomed, notes = store_usage.gc_plan(settings, store, keep, need)
+        freed = store_usage.freed_bytes(d.path for d in doomed)
     gone = {d.path for d in doomed}
     kept = [{"kind": "artifact", "path": str(a), "roots": need.kept_by.get(Path(os.path.realpath(a)), [])}
             for a in store.artifacts() if a not in gone]
-    freed = store_usage.freed_bytes(d.path for d in doomed)
     verb = "would delete" if dry_run else "deleted"
     if not dry_run:
-        store_usage.apply(store, doomed)
-        cache_line = compile_cache_gc.trim(store.root, ccache_max, ccache_older)
+        with working(f"gc: deleting {len(doomed)} entries, trimming the compile cache"):
+            store_usage.apply(store, doomed)
+            cache_line = compile_cache_gc.trim(store.root, ccache_max, ccache_older)
     else:
         cache_line = "compile cache: untouched (dry run)"
     data = {"dry_run": dry_run, "freed_bytes": freed,
