@@ -129,3 +129,43 @@ def test_a_transfer_reports_bytes_off_a_terminal_and_draws_a_bar_on_one() -> Non
         m.advance(5_000_000)
         m.progress.refresh()
     assert "pull toolchain 48c59d0b" in buf.getvalue() and "5.0/10.0 MB" in buf.getvalue()
+
+
+def test_the_bar_names_the_step_ninja_is_running_while_it_prints_nothing(tmp_path) -> None:  # noqa: ANN001
+    """Off a smart terminal ninja prints an edge only when it ends: while one long edge runs
+    the bar names it from /proc (real ninja, a 4 s edge)."""
+    import os
+
+    from orchestrator.builders.process import RunningNames
+    from orchestrator.builders.running_edges import running_edges
+    from orchestrator.process_group import spawn
+
+    (tmp_path / "build.ninja").write_text(
+        "rule slow\n  command = python3 -c 'import time; time.sleep(4)' -o $out && touch $out\n"
+        "  description = SLOW $out\n"
+        "build obj/kernel.cpp.o: slow\n")
+    step = spawn(["ninja", "-j1"], {**os.environ, "NINJA_STATUS": "[%f/%t] "}, str(tmp_path))
+    con = Console(file=io.StringIO(), width=120, force_terminal=True, color_system=None)
+    progress = build_progress("build", con)
+    assert progress is not None
+    task = progress.add_task("", total=None)
+    ticker = RunningNames(progress, task, step.proc.pid, [time.monotonic()], label_width(120))
+    ticker.start()
+    try:
+        seen: list[str] = []
+        deadline = time.monotonic() + 3.5
+        while time.monotonic() < deadline and not seen:
+            seen = running_edges(step.proc.pid)
+            time.sleep(0.2)
+        assert seen == ["obj/kernel.cpp.o"], seen
+        time.sleep(2.2)                              # idle past RunningNames.IDLE_S
+        seg = con.render_lines(progress.get_renderable(), pad=False)
+        bar = "".join(s.text for s in seg[0])
+        assert "running: obj/kernel.cpp.o (" in bar, bar
+    finally:
+        ticker.stop()
+        assert step.proc.stdout is not None
+        step.proc.stdout.read()
+        step.proc.wait()
+        step.release()
+    assert step.proc.returncode == 0
