@@ -5,9 +5,10 @@ never reach the glue's preflight. The package registers these two classes under 
 plugin group `doit.COMMAND` (pyproject.toml), which replaces doit's own: `doit help` and
 `doit -h` list this tool's verbs (cli_vars.overview); anything else is doit's behaviour.
 
-`orch` (a console script) is `doit` run from any subdirectory of a project: it finds the
-nearest dodo.py above the working directory (doit's own --seek-file rule) and answers
-`orch`, `orch -h` and `orch --help` with the same overview.
+From a subdirectory without a dodo.py of its own, `doit <verb>` and `doit help <verb>` use
+doit's own --seek-file (the nearest dodo.py above). `orch` (a console script) does the same
+for every doit command and answers `orch`, `orch -h` and `orch --help` (which doit itself
+answers before any plugin runs) with the overview.
 """
 from __future__ import annotations
 
@@ -31,12 +32,20 @@ class Help(DoitHelp):
         if not args:
             print(cli_vars.overview())
             return 0
+        seek_when_absent(params)
         return super().execute(params, args)
+
+
+def seek_when_absent(params) -> None:  # noqa: ANN001 - doit's option values
+    """doit's own --seek-file (dodo.py in a folder above) when the working directory has no
+    dodo.py of its own and no -f names one: every verb works from a subdirectory."""
+    if params.get("dodoFile") == "dodo.py" and not os.path.exists("dodo.py"):
+        params["seek_file"] = True
 
 
 class Run(DoitRun):
     """doit's default command; `doit -h` (no verb before it) prints the overview instead of
-    doit's option-parser error."""
+    doit's option-parser error; from a subdirectory it finds the project's dodo.py above."""
 
     def parse_execute(self, in_args):  # noqa: ANN001,D102 - doit API
         words, _ = split_words(in_args)  # `doit -f dodo.py -h` too; `doit build -h`: preflight
@@ -44,6 +53,10 @@ class Run(DoitRun):
             print(cli_vars.overview())
             return 0
         return super().parse_execute(in_args)
+
+    def execute(self, params, args):  # noqa: ANN001,D102 - doit API
+        seek_when_absent(params)
+        return super().execute(params, args)
 
 
 def find_dodo(start: Path) -> Path | None:

@@ -126,6 +126,12 @@ def test_orch_runs_every_verb_from_a_subdirectory(proj: Path, tmp_path: Path) ->
     res = subprocess.run([str(ORCH), "help", "gc"], cwd=sub, env=env, capture_output=True,
                          text=True, timeout=120)
     assert res.returncode == 0 and "keep=" in res.stdout, res.stdout + res.stderr
+    # plain doit too: doit's --seek-file when the folder has no dodo.py of its own
+    res = subprocess.run([sys.executable, "-m", "doit", "status", f"store={tmp_path / 's'}",
+                          "format=json"], cwd=sub, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert json.loads(res.stdout)["workspace"] == str(proj)
     for flag in ("-h", "--help"):
         res = subprocess.run([str(ORCH), flag], cwd=sub, capture_output=True, text=True)
         assert res.returncode == 0 and "  rollback  " in res.stdout, res.stdout + res.stderr
