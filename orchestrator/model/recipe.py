@@ -149,8 +149,8 @@ def describe_validation_error(err: ValidationError) -> str:
 
 def recipe_path(recipes_dir: Path, name: str) -> Path:
     if not re.match(NAME_RE, name):
-        hint = (f"; did you mean recipe={name.lower()}?"
-                if (recipes_dir / f"{name.lower()}.toml").is_file() else "")
+        known = {p.stem for p in recipes_dir.glob("*.toml")}
+        hint = f"; did you mean recipe={name.lower()}?" if name.lower() in known else ""
         raise UserError(f"recipe name {name!r} is not valid: use lower-case letters, digits, "
                         f"'-', '_'{hint}")
     path = recipes_dir / f"{name}.toml"
