@@ -120,8 +120,9 @@ class Heartbeat:
 def working(label: str, on: Console | None = None, first: float = FIRST_NOTE_S,
             every: float = NOTE_EVERY_S) -> Iterator[None]:
     """A long operation without a count (lock resolution, gc's deletions): a spinner with
-    its time on a terminal, heartbeat lines off one; when it ran FIRST_NOTE_S or longer, its
-    phase line at the end (✗ when it raised). Nothing at all under ORCH_NO_PROGRESS=1."""
+    its time on a terminal, heartbeat lines off one; when it went well and ran FIRST_NOTE_S
+    or longer, its ✓ line with the time (when it raised, the error speaks: never a ✓).
+    Nothing at all under ORCH_NO_PROGRESS=1."""
     on = on or console
     start = time.monotonic()
     ok = False
@@ -137,9 +138,8 @@ def working(label: str, on: Console | None = None, first: float = FIRST_NOTE_S,
         ok = True
     finally:
         took = time.monotonic() - start
-        if took >= first and not progress_off():
-            mark = "[green]✓[/]" if ok else "[red]✗[/]"
-            on.print(f"{mark} {label} [dim]({took:.1f}s)[/]", soft_wrap=True)
+        if ok and took >= first and not progress_off():
+            on.print(f"[green]✓[/] {label} [dim]({took:.1f}s)[/]", soft_wrap=True)
 
 
 class ByteProgress:
