@@ -11,6 +11,8 @@ set -euo pipefail
 dest=${1:-${ORCH_ARCHIVES:-$HOME/.cache/orchestrator/archives}}
 sudo=""
 [ "$(id -u)" = 0 ] || sudo="sudo"
+. "$(dirname "$0")/steps.sh"  # step (named, logged), apt_get (waits for the dpkg lock)
+echo "==> pytorch prerequisites: deb-src entry, build-deps, source tarballs"
 
 # --- 1. deb-src entries mirroring every enabled `deb` entry --------------------------------
 gen=$(python3 - <<'PY'
@@ -54,10 +56,12 @@ if [ -z "$kind" ]; then
     exit 2
 fi
 tail -n +2 <<<"$gen" | $sudo tee "/etc/apt/sources.list.d/orch-deb-src.$kind" >/dev/null
-$sudo apt-get update -q >/dev/null
+step "apt-get update (with deb-src)" apt_get update -q
 
 # --- 2. build dependencies ----------------------------------------------------------------
-$sudo env DEBIAN_FRONTEND=noninteractive apt-get build-dep -y -q pytorch=1.13.1+dfsg-4 >/dev/null
+step "apt-get build-dep pytorch" apt_get build-dep -y -q pytorch=1.13.1+dfsg-4
+
+echo "==> pytorch source tarballs into $dest"
 
 # --- 3. every source tarball any recipe pins, sha256-checked, into the archive cache --------
 # (recipes/*.toml [source] and [[source.overlays]] with a fetch rule: nothing is downloaded at

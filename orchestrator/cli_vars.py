@@ -41,8 +41,10 @@ VARS: dict[str, Var] = _vars(
     ("distcc_hosts", "hosts", "(compile-cache.toml)", "distcc hosts, e.g. 'a/4,b/8'; '' for none"),
     ("lock", "name", "(the recipe's)", "one lock, locks/<name>.lock.json (git-sources too)"),
     ("toolchain", "bool", "0", "verify: re-hash the materialized toolchain; push/pull: the toolchain"),
-    ("keep", "int", "1", "gc: keep the last N generations of every workspace"),
-    ("dry_run", "bool", "0", "gc: show what would be deleted and the bytes, delete nothing"),
+    ("keep", "int", "2", "gc: keep the last N generations of every workspace"),
+    ("derivation", "bool", "0", "plan: print the derivation's JSON too"),
+    ("dry_run", "bool", "0", "gc: show what would be deleted (and what stays, kept by which "
+     "root), delete nothing"),
     ("ccache_max", "size", "(unset)", "gc: trim the compile cache to this size, e.g. 5G"),
     ("ccache_evict_older", "age", "(unset)", "gc: evict compile-cache entries older, e.g. 7d"),
     ("all", "bool", "0", "push every stored artifact of the recipe"),
@@ -92,14 +94,16 @@ VERBS: dict[str, Verb] = {
     "verify": Verb("Check the active artifact (or recipe/variant, id=) for ABI, linkage, debug "
                    "info, CUDA archs.",
                    (*_SELECT, "id", "toolchain", "lock", *_WHERE, "workspace", "format")),
-    "switch": Verb("Point the workspace's profile at recipe/variant, building it first if missing.",
-                   (*_SELECT, *_BUILD, *_WHERE, "workspace", "format")),
-    "rollback": Verb("Return the workspace's profile to the previous generation.",
-                     (*_WHERE, "workspace", "format")),
+    "switch": Verb("Point the workspace's profile at recipe/variant, building it first if "
+                   "missing; `doit switch -`: back to what was active before.",
+                   (*_SELECT, *_BUILD, *_WHERE, "workspace", "format"), positional=True),
+    "rollback": Verb("Return the workspace's profile to the previous generation holding a "
+                     "different artifact.", (*_WHERE, "workspace", "format")),
     "status": Verb("Show the workspace's generations, the store's artifacts, toolchains and "
                    "build trees.", (*_WHERE, "workspace", "format")),
-    "plan": Verb("Show recipe/variant's id, derivation, lock entries and what build would do.",
-                 (*_SELECT, "substitute", *_WHERE, "format")),
+    "plan": Verb("Show recipe/variant's id, lock entries and what build would do "
+                 "(derivation=1: its derivation too).",
+                 (*_SELECT, "substitute", "derivation", *_WHERE, "format")),
     "why": Verb("Why two artifacts differ: doit why ID_A ID_B (stored, 6+ hex digits each), or "
                 "doit why variant=release variant2=debug (planned, nothing built).",
                 (*_SELECT, *_SECOND, *_WHERE, "format"), positional=True),
@@ -115,6 +119,8 @@ VERBS: dict[str, Verb] = {
                  (*_SELECT, "id", "toolchain", "lock", *_WHERE, "format")),
     "cache-keygen": Verb("Write a cache signing key pair (name=...) outside the repo; print the "
                          "public key.", ("name", *_WHERE, "format")),
+    "cache-check": Verb("Check the team cache in one go: cache.toml, trusted keys, the signing "
+                        "key, reads and a test write.", ("format",)),
     "vscode": Verb("Write .vscode/ (lldb-14, gdb, debugpy), CMakePresets.json, .lldbinit/.gdbinit "
                    "for the profile.", (*_SELECT, "jobs", *_WHERE, "workspace", "format")),
     "nightly": Verb("Build bot: the nightly.toml matrix (jobs=N); `nightly matrix`, cell=R/V, "
@@ -141,9 +147,11 @@ BOOLEANS: frozenset[str] = frozenset(n for n, v in VARS.items() if v.type == "bo
 
 
 def close(word: str, choices: list[str] | tuple[str, ...] | frozenset[str]) -> str | None:
-    """The nearest of choices to word (difflib), if any is close."""
-    found = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
-    return found[0] if found else None
+    """The nearest of choices to word (difflib, case-insensitive: `Release` finds `release`),
+    if any is close."""
+    by_lower = {c.lower(): c for c in sorted(choices, reverse=True)}
+    found = difflib.get_close_matches(word.lower(), sorted(by_lower), n=1, cutoff=0.6)
+    return by_lower[found[0]] if found else None
 
 
 def did_you_mean(word: str, choices, fmt: str = "{}") -> str:  # noqa: ANN001
@@ -180,4 +188,20 @@ def verb_help(verb: str) -> str:
     w_def = max((len(v.default) for v in rows), default=0)
     lines += [f"  {v.name + '=':<{w_name}}  {v.type:<{w_type}}  {v.default or '-':<{w_def}}  {v.help}"
               for v in rows]
+    return "\n".join(lines)
+
+
+# doit's own commands, in the order `doit help` lists them after the verbs
+DOIT_OWN = ("list", "help", "info", "clean", "forget", "ignore", "dumpdb", "strace",
+            "reset-dep", "tabcompletion")
+
+
+def overview() -> str:
+    """`doit help` / `doit -h`: every verb with its one line, then doit's own commands."""
+    width = max(len(v) for v in VERBS) + 2
+    lines = ["usage: doit VERB [name=value ...]   (from a subdirectory: orch VERB ...)", "",
+             "verbs:"]
+    lines += [f"  {name:<{width}}{spec.doc}" for name, spec in VERBS.items()]
+    lines += ["", f"doit's own commands: {', '.join(DOIT_OWN)} (`doit help COMMAND`)",
+              "`doit help VERB` (or `doit VERB -h`) lists a verb's variables with type and default."]
     return "\n".join(lines)

@@ -18,10 +18,10 @@ OPTIONS_WITH_VALUE = frozenset({"-f", "--file", "-d", "--dir", "--db-file", "--b
 
 
 def cli_argv() -> list[str] | None:
-    """sys.argv[1:] when this process is the doit command (`doit`, `python -m doit`); None
-    when doit is driven in-process (DoitMain(...).run(argv)), whose words we cannot see."""
+    """sys.argv[1:] when this process is the doit command (`doit`, `python -m doit`, `orch`);
+    None when doit is driven in-process (DoitMain(...).run(argv)), whose words we cannot see."""
     prog = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path()
-    if prog.name == "doit" or (prog.name == "__main__.py" and prog.parent.name == "doit"):
+    if prog.name in ("doit", "orch") or (prog.name == "__main__.py" and prog.parent.name == "doit"):
         return list(sys.argv[1:])
     return None
 

@@ -81,19 +81,29 @@ def preflight(argv: list[str]) -> None:
     Exits (0 after help, 2 after one `error:` line); returns when doit should go on."""
     words, pairs = split_words(argv)
     options = [a for a in argv if a.startswith("-")]
-    if len(words) == 2 and words[0] == "help" and words[1] in cli_vars.VERBS:
-        print(cli_vars.verb_help(words[1]))
-        raise SystemExit(0)
-    if words and words[0] in DOIT_COMMANDS and words[0] != "run":
-        return
-    verbs = _verbs_of(words)
-    if verbs and verbs[0] in cli_vars.VERBS and ("--help" in options or "-h" in options):
-        print(cli_vars.verb_help(verbs[0]))
-        raise SystemExit(0)
 
     def refuse(msg: str) -> None:
         console.print(f"[red]error:[/] {escape(msg)}", soft_wrap=True)
         raise SystemExit(2)
+
+    if words and words[0] == "help":
+        if len(words) == 1:
+            print(cli_vars.overview())
+            raise SystemExit(0)
+        if words[1] in cli_vars.VERBS:
+            print(cli_vars.verb_help(words[1]))
+            raise SystemExit(0)
+        if words[1] not in DOIT_COMMANDS:
+            hint = cli_vars.did_you_mean(words[1], [*cli_vars.VERBS, *DOIT_COMMANDS],
+                                         "`doit help {}`")
+            refuse(f"no help topic {words[1]!r}{hint or '; `doit help` lists the verbs'}")
+    if words and words[0] in DOIT_COMMANDS and words[0] != "run":
+        return
+    verbs = _verbs_of(words)
+    if "--help" in options or "-h" in options:
+        print(cli_vars.verb_help(verbs[0]) if verbs and verbs[0] in cli_vars.VERBS
+              else cli_vars.overview())
+        raise SystemExit(0)
 
     for w in verbs:
         if w not in cli_vars.VERBS:

@@ -25,7 +25,7 @@ LAYERS: list[list[str]] = [
     ["build_step", "reverify", "rebuild_check", "realise", "plan_why"],
     ["workspace", "workspace_links", "activation", "store_usage", "ide", "bot", "bench"],
     ["verbs"],
-    ["tasks", "doit_glue", "fast_path"],
+    ["tasks", "doit_glue", "fast_path", "doit_commands"],
 ]
 
 

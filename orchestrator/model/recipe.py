@@ -126,7 +126,9 @@ class ResolvedVariant(_Strict):
 def resolve_variant(recipe: Recipe, variant: str, *, where: str) -> ResolvedVariant:
     if variant not in recipe.variants:
         known = ", ".join(sorted(recipe.variants))
-        raise UserError(f"{where}: unknown variant {variant!r}; this recipe has: {known}")
+        same = [v for v in recipe.variants if v.lower() == variant.lower()]  # names are exact
+        hint = f" (did you mean variant={same[0]}?)" if same else ""
+        raise UserError(f"{where}: unknown variant {variant!r}{hint}; this recipe has: {known}")
     v = recipe.variants[variant]
     return ResolvedVariant(
         name=variant,
@@ -147,7 +149,10 @@ def describe_validation_error(err: ValidationError) -> str:
 
 def recipe_path(recipes_dir: Path, name: str) -> Path:
     if not re.match(NAME_RE, name):
-        raise UserError(f"recipe name {name!r} is not valid: use lower-case letters, digits, '-', '_'")
+        known = {p.stem for p in recipes_dir.glob("*.toml")}
+        hint = f"; did you mean recipe={name.lower()}?" if name.lower() in known else ""
+        raise UserError(f"recipe name {name!r} is not valid: use lower-case letters, digits, "
+                        f"'-', '_'{hint}")
     path = recipes_dir / f"{name}.toml"
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in recipes_dir.glob("*.toml"))) or "none"

@@ -2,7 +2,7 @@
 for the git sources' rev → commit pins)."""
 from __future__ import annotations
 
-from orchestrator.console import console
+from orchestrator.console import console, working
 from orchestrator.lock.files import lock_path, render_lock, save_lock
 from orchestrator.lock.resolve import lock_all
 from orchestrator.settings import Settings
@@ -11,7 +11,10 @@ from orchestrator.store import Store
 
 def cmd_lock(settings: Settings) -> None:
     only = settings.vars.get("lock")
-    for lock in [] if only == "git-sources" else lock_all(settings.locks_dir, only):
+    what = f"locks/{only}.toml" if only else "locks/*.toml"
+    with working(f"lock: resolving {what}"):  # pip's resolver, apt: a minute or more
+        locks = [] if only == "git-sources" else lock_all(settings.locks_dir, only)
+    for lock in locks:
         path = lock_path(settings.locks_dir, lock.name)
         before = path.read_text() if path.is_file() else None
         if before == render_lock(lock):
@@ -21,4 +24,5 @@ def cmd_lock(settings: Settings) -> None:
             console.print(f"{path}: written ({len(lock.entries)} entries)")
     if only in (None, "", "git-sources"):  # git sources: rev → commit (locks/git-sources.json)
         from orchestrator.sources.git import lock_git_sources
-        lock_git_sources(settings, Store(settings.store_root))
+        with working("lock: git sources (rev → commit)"):
+            lock_git_sources(settings, Store(settings.store_root))
