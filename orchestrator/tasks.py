@@ -72,5 +72,4 @@ def task_nightly():
 
 
 def task_bench():
-    """Compare two artifacts' timings: variants=a,b (or ids=A,B) -- CMD (format=json, plot=)."""
     return args_task("bench:cmd_bench", "bench", whole=True)
