@@ -11,6 +11,9 @@ from orchestrator.store import Store
 
 def cmd_lock(settings: Settings) -> None:
     only = settings.vars.get("lock")
+    with_git = only in (None, "", "git-sources")
+    from orchestrator.sources.git import git_recipes, lock_git_sources
+    recipes = git_recipes(settings) if with_git else {}  # an invalid recipe: exit 2 first
     for lock in [] if only == "git-sources" else lock_all(settings.locks_dir, only):
         path = lock_path(settings.locks_dir, lock.name)
         before = path.read_text() if path.is_file() else None
@@ -19,6 +22,5 @@ def cmd_lock(settings: Settings) -> None:
         else:
             save_lock(settings.locks_dir, lock)
             console.print(f"{path}: written ({len(lock.entries)} entries)")
-    if only in (None, "", "git-sources"):  # git sources: rev → commit (locks/git-sources.json)
-        from orchestrator.sources.git import lock_git_sources
-        lock_git_sources(settings, Store(settings.store_root))
+    if with_git:  # git sources: rev → commit (locks/git-sources.json)
+        lock_git_sources(settings, Store(settings.store_root), recipes)
