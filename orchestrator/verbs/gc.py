@@ -2,7 +2,7 @@
 sources) and trim the compile cache; dry_run=1 shows it and deletes nothing."""
 from __future__ import annotations
 
-from orchestrator import store_usage
+from orchestrator import fault_point, roots_lock, store_usage
 from orchestrator.builders.compile_cache import gc as compile_cache_gc
 from orchestrator.errors import UserError
 from orchestrator.settings import Settings
@@ -21,11 +21,14 @@ def cmd_gc(settings: Settings) -> None:
     dry_run = settings.flag("dry_run")
     ccache_max, ccache_older = compile_cache_gc.trim_request(settings.vars)
     store = Store(settings.store_root)
-    doomed, notes = store_usage.gc_plan(settings, store, keep)
-    freed = store_usage.freed_bytes(d.path for d in doomed)
+    with roots_lock.holding(store.root, exclusive=True):  # no commit or link meanwhile
+        doomed, notes = store_usage.gc_plan(settings, store, keep)
+        freed = store_usage.freed_bytes(d.path for d in doomed)
+        fault_point.pause("gc-planned")
+        if not dry_run:
+            store_usage.apply(store, doomed)
     verb = "would delete" if dry_run else "deleted"
     if not dry_run:
-        store_usage.apply(store, doomed)
         cache_line = compile_cache_gc.trim(store.root, ccache_max, ccache_older)
     else:
         cache_line = "compile cache: untouched (dry run)"
