@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Iterator
 
 from orchestrator import fault_point
-from orchestrator.console import console
 
 ROOTS_LOCK = "roots.lock"
 
@@ -31,6 +30,8 @@ def holding(store_root: Path, exclusive: bool = False) -> Iterator[None]:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
+                from orchestrator.console import console  # (not imported by a memo's answer)
+
                 console.print("gc: waiting for a switch or commit in progress to finish")
                 fault_point.mark("gc-waits-for-roots")
                 fcntl.flock(fd, fcntl.LOCK_EX)
