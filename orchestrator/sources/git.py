@@ -121,8 +121,9 @@ def git_recipes(settings: Settings) -> dict[str, GitSource]:
 
 
 def lock_git_sources(settings: Settings, store: Store,
-                     recipes: dict[str, GitSource] | None = None) -> Path | None:
-    """`doit lock`: pin every git recipe's rev; write locks/git-sources.json when it changes."""
+                     recipes: dict[str, GitSource] | None = None, check: bool = False) -> str | None:
+    """`doit lock`: pin every git recipe's rev; write locks/git-sources.json when it changes
+    (check: write nothing). What changed (None: nothing)."""
     found = git_recipes(settings) if recipes is None else recipes
     entries = {name: lock_entry(store, name, spec) for name, spec in found.items()}
     p = lock_path(settings)
@@ -130,9 +131,12 @@ def lock_git_sources(settings: Settings, store: Store,
         return None
     text = pretty_json({"schema": 1, "sources": entries})
     if not p.is_file() or p.read_text() != text:
+        if check:
+            console.print(f"{p}: would change", markup=False)
+            return f"{GIT_LOCK}"
         write_atomic(p, text)
         console.print(f"{p}: written ({len(entries)} git sources)")
-    return p
+    return None
 
 
 def locked(settings: Settings, recipe: Recipe, spec: GitSource) -> dict[str, Any]:
