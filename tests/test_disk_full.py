@@ -61,3 +61,58 @@ def test_a_build_into_a_full_store(project: Path, small_fs: Path, session_toolch
     assert "no space left on the device holding" in line and str(small_fs) in line, line
     assert not (store / "store").is_dir() or not list((store / "store").iterdir())
     assert leftovers(store) == []
+
+
+@pytest.fixture
+def roomy_fs(tmp_path: Path) -> Iterator[Path]:
+    mnt = tmp_path / "roomy"
+    mnt.mkdir()
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", str(mnt)],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, f"mounting a tmpfs (the set-up runs as root): {res.stderr}"
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def fill(fs: Path) -> None:
+    """Fill the filesystem to the last block."""
+    with open(fs / "filler", "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * (1 << 16))
+                f.flush()
+        except OSError:
+            pass
+    n = 0
+    try:
+        while True:  # and its last inodes' worth of small files
+            (fs / f"filler-{n}").write_bytes(b"\0" * 512)
+            n += 1
+    except OSError:
+        pass
+
+
+def test_switch_and_build_on_a_full_disk(project: Path, roomy_fs: Path,
+                                         session_toolchain: Path) -> None:
+    store, ws = roomy_fs / "store", roomy_fs / "ws"
+    ws.mkdir()
+    (store / "toolchains").mkdir(parents=True)
+    os.symlink(session_toolchain, store / "toolchains" / session_toolchain.name)
+    built = run_doit(project, "build", "variant=release", f"store={store}", "substitute=0",
+                     "compile_cache=off", timeout=900)
+    assert built.returncode == 0, built.output[-3000:]
+    fill(roomy_fs)
+    res = run_doit(project, "switch", "variant=release", f"store={store}", f"workspace={ws}",
+                   "substitute=0", "compile_cache=off", timeout=900)
+    line = one_line(res)
+    assert "no space left on the device holding" in line and str(roomy_fs) in line, line
+    assert not (ws / ".orch" / "profile").exists()          # no generation half-made
+    res = run_doit(project, "build", "variant=debug", f"store={store}", "substitute=0",
+                   "compile_cache=off", timeout=900)
+    line = one_line(res)
+    assert "no space left on the device holding" in line and str(roomy_fs) in line, line
+    assert [p.name for p in (store / "store").iterdir()] == [
+        p.name for p in (store / "store").iterdir() if p.name.endswith("-release")]
+    assert leftovers(store) == [] and leftovers(ws) == []
