@@ -101,3 +101,18 @@ def test_a_recopy_with_kept_mtimes_touches_only_changed_content(tmp_path):
     assert source_mtimes.agree(src, build) == []          # recorded: nothing left to touch
     (src / "a.cpp").write_text("int a2;\n")                # an ordinary edit: a new mtime
     assert source_mtimes.agree(src, build) == []          # ninja sees it itself
+
+
+def test_a_pep517_cmake_tree_rebuilds_an_edit_with_an_old_mtime(project, doit, store, tmp_path):
+    """scikit-build-core keeps its cmake tree (<build tree>/cmake) across builds of a fresh
+    source copy made with the mtimes kept: the same agreement holds there."""
+    first = doit("build", "recipe=skbext", "variant=release", "format=json")
+    assert first.returncode == 0, first.output
+    src = project / "recipes/skbext/csrc/core.c"
+    cp_p_with_old_mtime(src, src.read_text() + '\n__attribute__((visibility("default"))) '
+                        'const char* skbext_marker_29(void) { return "marker-29"; }\n', tmp_path)
+    second = doit("build", "recipe=skbext", "variant=release", "format=json")
+    assert second.returncode == 0, second.output
+    new = Path(last_json(second.stdout)["path"])
+    so = next(new.glob("prefix/python/skbext/_core*.so")).read_bytes()
+    assert b"skbext_marker_29" in so, "stale _core.so"
