@@ -35,11 +35,13 @@ VARS: dict[str, Var] = _vars(
     ("substitute", "bool", "1", "0: never ask the caches, build locally"),
     ("commit_failed", "bool", "0", "commit although verify failed"),
     ("rebuild", "bool", "0", "build a present artifact again and compare"),
-    ("check", "bool", "0", "rebuild elsewhere without caches; exit 1 if bytes differ"),
+    ("check", "bool", "0", "build: rebuild elsewhere without caches, exit 1 if bytes differ; "
+                           "lock: exit 1 if re-resolving would change a lock"),
     ("compile_cache", "ccache|sccache|off", "ccache", "the compiler launcher's cache"),
     ("keep_going", "bool", "0", "keep building other targets after an error"),
     ("distcc_hosts", "hosts", "(compile-cache.toml)", "distcc hosts, e.g. 'a/4,b/8'; '' for none"),
     ("lock", "name", "(the recipe's)", "one lock, locks/<name>.lock.json (git-sources too)"),
+    ("upgrade", "bool", "0", "lock: newest versions the specs allow (else the locked ones kept)"),
     ("toolchain", "bool", "0", "verify: re-hash the materialized toolchain; push/pull: the toolchain"),
     ("keep", "int", "2", "gc: keep the last N generations of every workspace"),
     ("derivation", "bool", "0", "plan: print the derivation's JSON too"),
@@ -86,7 +88,7 @@ class Verb:
 
 VERBS: dict[str, Verb] = {
     "lock": Verb("Resolve locks/*.toml into locks/*.lock.json (lock=NAME for one).",
-                 ("lock", *_WHERE)),
+                 ("lock", "check", "upgrade", *_WHERE)),
     "toolchain": Verb("Materialize the recipe's lock into <store>/toolchains/<hash>/ (venv + debs).",
                       ("recipe", "lock", "substitute", *_WHERE, "format")),
     "build": Verb("Build recipe=NAME variant=NAME into the store (substitute=0 skips caches).",

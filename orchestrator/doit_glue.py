@@ -27,7 +27,7 @@ from rich.markup import escape
 from orchestrator import cli_vars
 from orchestrator.command_line import DOIT_COMMANDS, cli_argv, split_words
 from orchestrator.console import console
-from orchestrator.errors import CheckFailed, UserError
+from orchestrator.errors import CheckFailed, UserError, is_no_space, no_space
 from orchestrator.settings import Settings
 
 REPO_ROOT: Path = Path.cwd()
@@ -142,7 +142,11 @@ def action(verb: str, name: str | None = None, words: list[str] | None = None) -
             # it (its full collections cost an edit → build 0.04-0.06 s, in verify).
             gc.freeze()
             fn(settings) if words is None else fn(settings, list(words))
-        except UserError as e:
+        except (UserError, OSError) as e:
+            if isinstance(e, OSError):  # a full disk is one line; any other OSError is a bug
+                if not is_no_space(e):
+                    raise
+                e = no_space(e.filename or current_settings().store_root)
             console.print(f"[red]error:[/] {escape(str(e))}", soft_wrap=True)
             return TaskError(str(e), report=False)
         except CheckFailed as e:

@@ -15,9 +15,11 @@ import shlex
 from pathlib import Path
 from typing import Iterator
 
+from orchestrator import roots_lock
 from orchestrator.errors import UserError
 from orchestrator.fs import atomic_symlink, is_stale_temp, write_atomic
 from orchestrator.store import Store
+from orchestrator.store_layout import MANIFEST_NAME
 from orchestrator.workspace_links import apply_links, prune_links
 
 GEN_RE = re.compile(r"^profile-(\d+)-link$")
@@ -87,7 +89,10 @@ class Workspace:
                outputs: dict[str, list[str]]) -> tuple[int, bool]:
         """Make artifact the active profile; returns (generation, changed)."""
         artifact = artifact.absolute()
-        with self._lock():
+        with self._lock(), roots_lock.holding(store.root):  # no gc between here and the link
+            if not (artifact / MANIFEST_NAME).is_file():
+                raise UserError(f"{artifact} is no longer in the store (a gc removed it); "
+                                "run the command again")
             self.clean_stale()
             self.register(store)
             if toolchain_root is not None:

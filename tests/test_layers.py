@@ -16,9 +16,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "orchestrator"
 LAYERS: list[list[str]] = [
     # foundations: no knowledge of recipes' flow
     ["__init__", "errors", "hashing", "fs", "console", "logical_paths", "platform_facts",
-     "model", "tree_manifest", "read_trace", "store_layout", "command_line", "process_group"],
+     "model", "tree_manifest", "read_trace", "store_layout", "command_line", "process_group",
+     "fault_point"],
     ["settings", "cli_vars"],
-    ["store", "stage_record", "lock", "debugger_env"],
+    ["store", "stage_record", "lock", "debugger_env", "roots_lock"],
     ["toolchain", "machine_check", "sources"],
     ["plan", "selection", "artifact_ref", "plan_memo", "head_start"],
     ["builders", "verify", "cache"],

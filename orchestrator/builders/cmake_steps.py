@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from orchestrator import head_start
-from orchestrator.builders import cmake_file_api
+from orchestrator.builders import cmake_file_api, source_mtimes
 from orchestrator.builders.compile_cache.source_link import source_link, source_link_flags
 from orchestrator.builders.compile_cache.stats import STATS_LOG
 from orchestrator.builders.context import BuildContext
@@ -80,6 +80,7 @@ def configure(ctx: BuildContext, env: dict[str, str] | None = None,
     whether cmake ran.
     """
     source: Path = ctx.source_dir
+    agree_with_content(ctx)
     flags: list[str] = []
     if linked_source:
         source = source_link(ctx.build_dir, ctx.source_dir)
@@ -99,6 +100,18 @@ def configure(ctx: BuildContext, env: dict[str, str] | None = None,
                env=env or ctx.env, log=ctx.log, title="configure")
     stamp.write_text(json.dumps({"digest": wanted}))
     return True
+
+
+def agree_with_content(ctx: BuildContext) -> None:
+    """Before cmake and ninja: a source file whose content changed under an old mtime is
+    touched (source_mtimes), and a head start's ninja, which may have passed it, stopped."""
+    if not (ctx.build_dir / "build.ninja").is_file():
+        return  # a new tree builds everything
+    touched = source_mtimes.agree(ctx.source_dir, ctx.build_dir)
+    if touched:
+        head_start.stop()
+        console.print(f"{len(touched)} source file(s) changed under an older mtime (first: "
+                      f"{touched[0]}): touched, so ninja rebuilds what uses them", markup=False)
 
 
 def compile_(ctx: BuildContext, env: dict[str, str] | None = None,
@@ -131,6 +144,7 @@ def compile_(ctx: BuildContext, env: dict[str, str] | None = None,
         try:
             run_logged(argv, env=run_env, log=ctx.log, title="build",
                        adopted=None if ahead is None else (ahead.step, ahead.output(), ahead.t0))
+            source_mtimes.record(ctx.source_dir, ctx.build_dir)
         finally:
             keep_ninja_steps(log, before, ctx.meta / "ninja_log")
 

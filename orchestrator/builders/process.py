@@ -11,7 +11,7 @@ from typing import Any, Iterable, Sequence
 
 from orchestrator.builders.running_edges import running_edges
 from orchestrator.console import build_progress, clip_end, label_width, print_phase
-from orchestrator.errors import CheckFailed, UserError
+from orchestrator.errors import CheckFailed, UserError, is_no_space, no_space
 from orchestrator.process_group import Step, spawn
 
 NINJA_STATUS_RE = re.compile(r"^\[(\d+)/(\d+)\] ")
@@ -75,6 +75,8 @@ def run_logged(cmd: Sequence[str | Path], *, env: dict[str, str], log: Path, tit
             step.release()
     if rc != 0:
         shown = "\n".join(tail)
+        if is_no_space(shown):  # a compiler or linker could not write: one line, exit 2
+            raise no_space(cwd or log.parent)
         raise BuildFailed(f"{title} failed (exit {rc}); full log: {log}", report=shown)
     print_phase(title, time.monotonic() - start, "" if adopted is None else
                 "started ahead of the plan (head start)")

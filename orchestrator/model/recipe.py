@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -80,6 +80,19 @@ class OutputSpec(_Strict):
     lib: list[str] = ["lib"]
     bin: list[str] = ["bin"]
     python: list[str] = ["python"]
+
+    @field_validator("lib", "bin", "python")
+    @classmethod
+    def _inside_the_prefix(cls, v: list[str], info: Any) -> list[str]:
+        """Each a directory of the prefix: "." or a plain relative path (env.sh puts
+        <profile>/prefix/<it> on the search paths; '..' would leave the store entry)."""
+        for d in v:
+            parts = d.split("/")
+            if d != "." and any(p in ("", ".", "..") for p in parts) \
+                    or not re.fullmatch(r"[A-Za-z0-9_.+/-]{1,200}", d):
+                raise ValueError(f"outputs.{info.field_name} {d[:60]!r} must be a plain relative "
+                                 "path inside the prefix (letters, digits, . _ + - /)")
+        return v
 
 
 class Recipe(_Strict):

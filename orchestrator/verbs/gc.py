@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from orchestrator import cli_vars, store_usage
+from orchestrator import cli_vars, fault_point, roots_lock, store_usage
 from orchestrator.builders.compile_cache import gc as compile_cache_gc
 from orchestrator.console import working
 from orchestrator.errors import UserError
@@ -25,17 +25,22 @@ def cmd_gc(settings: Settings) -> None:
     dry_run = settings.flag("dry_run")
     ccache_max, ccache_older = compile_cache_gc.trim_request(settings.vars)
     store = Store(settings.store_root)
-    with working("gc: what no kept generation needs, and its size"):
-        need = store_usage.needed(settings, store, keep)
-        doomed, notes = store_usage.gc_plan(settings, store, keep, need)
-        freed = store_usage.freed_bytes(d.path for d in doomed)
-    gone = {d.path for d in doomed}
-    kept = [{"kind": "artifact", "path": str(a), "roots": need.kept_by.get(Path(os.path.realpath(a)), [])}
-            for a in store.artifacts() if a not in gone]
+    with roots_lock.holding(store.root, exclusive=True):  # no commit or link meanwhile
+        with working("gc: what no kept generation needs, and its size"):
+            need = store_usage.needed(settings, store, keep)
+            doomed, notes = store_usage.gc_plan(settings, store, keep, need)
+            freed = store_usage.freed_bytes(d.path for d in doomed)
+        fault_point.pause("gc-planned")
+        gone = {d.path for d in doomed}
+        kept = [{"kind": "artifact", "path": str(a),
+                 "roots": need.kept_by.get(Path(os.path.realpath(a)), [])}
+                for a in store.artifacts() if a not in gone]
+        if not dry_run:
+            with working(f"gc: deleting {len(doomed)} entries"):
+                store_usage.apply(store, doomed)
     verb = "would delete" if dry_run else "deleted"
     if not dry_run:
-        with working(f"gc: deleting {len(doomed)} entries, trimming the compile cache"):
-            store_usage.apply(store, doomed)
+        with working("gc: trimming the compile cache"):
             cache_line = compile_cache_gc.trim(store.root, ccache_max, ccache_older)
     else:
         cache_line = "compile cache: untouched (dry run)"

@@ -2,6 +2,7 @@
 `doit switch -`: back to the generation that was active before the last switch or rollback."""
 from __future__ import annotations
 
+from orchestrator import fault_point, roots_lock
 from orchestrator.activation import activate
 from orchestrator.errors import UserError
 from orchestrator.ide.render import refresh_if_managed
@@ -36,11 +37,13 @@ def cmd_switch(settings: Settings, words: list[str] | None = None) -> None:
                             "use variant=NAME, or `doit switch -` for the previous generation")
         return switch_back(settings)
     store = Store(settings.store_root)
-    r = realise(settings, store)
-    # The switch runs nothing from the toolchain: it is linked, its files are not lstat()ed
-    # (toolchain.linked_toolchain); whatever runs a program from it checks them.
-    toolchain = r.toolchain_to_link()
-    gen, changed = activate(Workspace(settings.workspace), store, r, toolchain)
+    with roots_lock.holding(store.root):  # the artifact is a root from commit to link
+        r = realise(settings, store)
+        # The switch runs nothing from the toolchain: it is linked, its files are not
+        # lstat()ed (toolchain.linked_toolchain); whatever runs a program from it checks them.
+        toolchain = r.toolchain_to_link()
+        fault_point.pause("switch-before-link")
+        gen, changed = activate(Workspace(settings.workspace), store, r, toolchain)
     with tracing_ide() as ide:
         written = refresh_if_managed(settings, r.plan, toolchain)  # .vscode/ etc. follow it
     state = "switched" if changed else "already active"
