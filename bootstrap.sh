@@ -7,8 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-SUDO=""
-if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+. .ci/steps.sh  # step (named, logged), apt_get (waits for the dpkg lock), next_steps
 
 # What the tool and its tests need from the system: the interpreter and venv module, the
 # compilers, gdb and nginx (WebDAV cache tests), dpkg-dev (dpkg-deb) and apt (lldb-14 debs),
@@ -19,27 +18,29 @@ missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
+step "apt-get update" apt_get update -q
 if [ ${#missing[@]} -gt 0 ]; then
-  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+  step "apt-get install ${#missing[@]} package(s)" \
+    apt_get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
 if [ ! -x .venv/bin/python ]; then
-  /usr/bin/python3 -m venv .venv
+  step "make .venv from /usr/bin/python3" /usr/bin/python3 -m venv .venv
 fi
 # Editable as a plain path entry (compat): setuptools' default editable finder is imported by
 # every interpreter of the venv at start-up (9 ms of a bare interpreter start).
-.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]' \
-  --config-settings editable_mode=compat
+step "pip install -e .[test]" .venv/bin/python -m pip install -q --disable-pip-version-check \
+  -e '.[test]' --config-settings editable_mode=compat
 # The project's own bytecode, as pip writes it for an installed package: an environment with
 # PYTHONDONTWRITEBYTECODE=1 (common in CI images) otherwise compiles every module of every
 # verb from source (about 30 ms of each doit command).
-.venv/bin/python -m compileall -q orchestrator dodo.py
+step "compile the project's bytecode" .venv/bin/python -m compileall -q orchestrator dodo.py
 
-# The PyTorch recipes' prerequisites: deb-src entry, Debian build-deps, pinned tarballs.
+# The PyTorch recipes' prerequisites: deb-src entry, Debian build-deps, pinned tarballs
+# (its own steps, numbered on from these).
 .ci/pytorch-prereqs.sh
 
 # The main job on the bundled demo: build, then make it the workspace's active profile.
-.venv/bin/doit build variant=relwithdebinfo
-.venv/bin/doit switch variant=relwithdebinfo
+step "doit build variant=relwithdebinfo" .venv/bin/doit build variant=relwithdebinfo
+step "doit switch variant=relwithdebinfo" .venv/bin/doit switch variant=relwithdebinfo
+next_steps

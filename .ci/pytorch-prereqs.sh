@@ -2,7 +2,7 @@
 # Prerequisites of the PyTorch recipe (recipes/pytorch.toml) and its tests:
 #   1. a deb-src entry, generated from this machine's own apt sources (no host is written here),
 #   2. `apt-get build-dep pytorch` (the system libraries locks/pytorch.toml pins),
-#   3. the pinned source tarballs, sha256-checked, in the archive cache.
+#   3. every source tarball any recipe pins (orchestrator.sources.prefetch), sha256-checked.
 # Usage (root, or sudo available): .ci/pytorch-prereqs.sh [ARCHIVE_DIR]
 #   ARCHIVE_DIR defaults to $ORCH_ARCHIVES, else ~/.cache/orchestrator/archives (where the
 #   orchestrator looks by default). Idempotent; ~1 min on a fresh machine.
@@ -11,6 +11,8 @@ set -euo pipefail
 dest=${1:-${ORCH_ARCHIVES:-$HOME/.cache/orchestrator/archives}}
 sudo=""
 [ "$(id -u)" = 0 ] || sudo="sudo"
+. "$(dirname "$0")/steps.sh"  # step (named, logged), apt_get (waits for the dpkg lock)
+echo "==> pytorch prerequisites: deb-src entry, build-deps, source tarballs"
 
 # --- 1. deb-src entries mirroring every enabled `deb` entry --------------------------------
 gen=$(python3 - <<'PY'
@@ -54,35 +56,21 @@ if [ -z "$kind" ]; then
     exit 2
 fi
 tail -n +2 <<<"$gen" | $sudo tee "/etc/apt/sources.list.d/orch-deb-src.$kind" >/dev/null
-$sudo apt-get update -q >/dev/null
+step "apt-get update (with deb-src)" apt_get update -q
 
 # --- 2. build dependencies ----------------------------------------------------------------
-$sudo env DEBIAN_FRONTEND=noninteractive apt-get build-dep -y -q pytorch=1.13.1+dfsg-4 >/dev/null
+step "apt-get build-dep pytorch" apt_get build-dep -y -q pytorch=1.13.1+dfsg-4
 
-# --- 3. source tarballs (apt-get source fails on pytorch's Debian patch tarball: expected) ---
-mkdir -p "$dest"
-fetch() {  # package=version file sha256
-    local spec=$1 file=$2 sum=$3
-    if [ -f "$dest/$file" ] && echo "$sum  $dest/$file" | sha256sum -c --status; then
-        return 0
-    fi
-    local tmp
-    tmp=$(mktemp -d "$dest/.fetch.XXXXXX")
-    (cd "$tmp" && apt-get source --download-only -q "$spec" >/dev/null 2>&1) || true
-    if [ ! -f "$tmp/$file" ] || ! echo "$sum  $tmp/$file" | sha256sum -c --status; then
-        rm -rf "$tmp"
-        echo "pytorch-prereqs: could not fetch $file (apt-get source $spec)" >&2
-        exit 1
-    fi
-    mv "$tmp/$file" "$dest/$file"
-    rm -rf "$tmp"
-}
-fetch pytorch=1.13.1+dfsg-4 pytorch_1.13.1+dfsg.orig.tar.xz \
-    d0355588b8528566d477e6ebf1b4d9d036a6fd75711339f66b27472ce5879dc7
-fetch fmtlib=9.1.0+ds1-2 fmtlib_9.1.0+ds1.orig.tar.gz \
-    84ce1c2d0be3a9863935137969dcec6970125caac032f82474640bfc81463583
-fetch pytorch=2.6.0+dfsg-7 pytorch_2.6.0+dfsg-7.debian.tar.xz \
-    3290d4e5168b6e44191882213f61ad41c134a912fe11a44364c2e74f81f68af0
-fetch pytorch=2.6.0+dfsg-7 pytorch_2.6.0+dfsg.orig.tar.xz \
-    099a9601bc40d67656e75735c44abedb0fbe92d08817852ab7472eebb7e6ddff
+echo "==> pytorch source tarballs into $dest"
+
+# --- 3. every source tarball any recipe pins, sha256-checked, into the archive cache --------
+# (recipes/*.toml [source] and [[source.overlays]] with a fetch rule: nothing is downloaded at
+# build or test time). One that cannot be had is one line naming recipe, file and cause.
+here=$(cd "$(dirname "$0")/.." && pwd)
+py="$here/.venv/bin/python"
+if [ ! -x "$py" ]; then
+    echo "pytorch-prereqs: $py is missing; run ./bootstrap.sh (it makes .venv, then runs this)" >&2
+    exit 2
+fi
+"$py" -m orchestrator.sources.prefetch "$here/recipes" "$dest"
 echo "pytorch-prereqs: ok; archives in $dest"

@@ -28,21 +28,14 @@ from verify_torch import find_torch  # noqa: E402  (one lookup of the toolchain'
 from rich.console import Console
 from rich.table import Table
 
+from orchestrator.bench.noise import busy  # the one reading of load and pressure (doit bench)
+
 REPO = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
 Row = tuple[str, str, str, str, str]  # measure, value, baseline, ratio, goal
 
 
 SETTLED: dict[str, float] = {}  # script -> seconds waited for a quiet machine before it
-
-
-def pressure(kind: str) -> float:
-    """/proc/pressure/<kind>'s `some avg10` (% of the last 10 s something waited); 0 without PSI."""
-    try:
-        some = Path(f"/proc/pressure/{kind}").read_text().splitlines()[0]
-        return float(some.split("avg10=")[1].split()[0])
-    except (OSError, IndexError, ValueError):
-        return 0.0
 
 
 def settle(limit_s: float = 120) -> float:
@@ -52,7 +45,7 @@ def settle(limit_s: float = 120) -> float:
     minute and more. Returns the seconds waited."""
     t0 = time.monotonic()
     os.sync()
-    while time.monotonic() - t0 < limit_s and (pressure("io") >= 5 or pressure("cpu") >= 10):
+    while time.monotonic() - t0 < limit_s and busy():
         time.sleep(2)
     return time.monotonic() - t0
 

@@ -18,20 +18,23 @@ OPTIONS_WITH_VALUE = frozenset({"-f", "--file", "-d", "--dir", "--db-file", "--b
 
 
 def cli_argv() -> list[str] | None:
-    """sys.argv[1:] when this process is the doit command (`doit`, `python -m doit`); None
-    when doit is driven in-process (DoitMain(...).run(argv)), whose words we cannot see."""
+    """sys.argv[1:] when this process is the doit command (`doit`, `python -m doit`, `orch`);
+    None when doit is driven in-process (DoitMain(...).run(argv)), whose words we cannot see."""
     prog = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path()
-    if prog.name == "doit" or (prog.name == "__main__.py" and prog.parent.name == "doit"):
+    if prog.name in ("doit", "orch") or (prog.name == "__main__.py" and prog.parent.name == "doit"):
         return list(sys.argv[1:])
     return None
 
 
 def split_words(argv: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
-    """(positional words, [(name, value)] in order) by doit's rule; options are skipped."""
+    """(positional words, [(name, value)] in order) by doit's rule; options are skipped. The
+    words after `--` are a command's (`doit bench ... -- CMD`), not doit's: they are left out."""
     words: list[str] = []
     pairs: list[tuple[str, str]] = []
     skip = False
     for arg in argv:
+        if arg == "--":
+            break
         if skip:
             skip = False
         elif arg.startswith("-"):
@@ -42,3 +45,8 @@ def split_words(argv: list[str]) -> tuple[list[str], list[tuple[str, str]]]:
         else:
             words.append(arg)
     return words, pairs
+
+
+def command_after_dashes(argv: list[str]) -> list[str]:
+    """The words after the first `--` (a command `doit bench` / `doit run` runs), else []."""
+    return list(argv[argv.index("--") + 1:]) if "--" in argv else []

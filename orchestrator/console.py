@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from rich.console import Console
 
@@ -37,14 +38,21 @@ def label_width(total_width: int | None = None) -> int:
     return max(0, min(LABEL_MAX, (total_width or console.width) - fixed - 1))
 
 
-def phase_line(name: str, seconds: float) -> str:
-    return f"[green]✓[/] {name:<{PHASE_WIDTH}}{seconds:>8.1f}s"
+def phase_line(name: str, seconds: float, ok: bool = True) -> str:
+    mark = "[green]✓[/]" if ok else "[red]✗[/]"
+    return f"{mark} {name:<{PHASE_WIDTH}}{seconds:>8.1f}s"
 
 
-def print_phase(name: str, seconds: float, note: str = "") -> None:
-    """The one line a finished phase leaves: `✓ build        12.3s`."""
-    console.print(phase_line(name, seconds) + (f"  [dim]{note}[/]" if note else ""),
+def print_phase(name: str, seconds: float, note: str = "", ok: bool = True) -> None:
+    """The one line a finished phase leaves: `✓ build        12.3s` (`✗` when it failed)."""
+    console.print(phase_line(name, seconds, ok) + (f"  [dim]{note}[/]" if note else ""),
                   soft_wrap=True)
+
+
+class Outcome:
+    """What a phase's body says of itself: `failed = True` marks its line with ✗."""
+
+    failed: bool = False
 
 
 def print_total(seconds: float, what: str = "total") -> None:
@@ -72,27 +80,105 @@ def build_progress(title: str, on: Console | None = None) -> Progress | None:
         console=on, transient=True, expand=False)
 
 
-class ByteProgress:
-    """A bar in bytes with bytes/s and time left, for downloads and uploads; drawn only on a
-    terminal and not under ORCH_NO_PROGRESS=1, gone when done. advance() is thread-safe.
-    `label` may hold rich markup; `total` None when the size is not known."""
+FIRST_NOTE_S = 2.0    # an operation says nothing until it has run this long
+NOTE_EVERY_S = 10.0   # then, off a terminal, one line this often
 
-    def __init__(self, label: str, total: int | None) -> None:
-        from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn,
-                                   TimeRemainingColumn, TransferSpeedColumn)
 
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
-                                 TransferSpeedColumn(), TimeRemainingColumn(),
-                                 console=console, transient=True,
-                                 disable=not console.is_terminal
-                                 or bool(os.environ.get("ORCH_NO_PROGRESS")))
-        self.task = self.progress.add_task(label, total=total)
+def progress_off() -> bool:
+    return bool(os.environ.get("ORCH_NO_PROGRESS"))
 
-    def __enter__(self) -> "ByteProgress":
-        self.progress.start()
+
+class Heartbeat:
+    """Off a terminal, a line `label: <what text() says> (Ns)` after FIRST_NOTE_S and then
+    every NOTE_EVERY_S while the block runs: a log shows a long operation is alive."""
+
+    def __init__(self, label: str, text: Callable[[], str], on: Console,
+                 first: float = FIRST_NOTE_S, every: float = NOTE_EVERY_S) -> None:
+        self.label, self.text, self.on, self.first, self.every = label, text, on, first, every
+        self.done = threading.Event()
+        self.start = time.monotonic()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        wait = self.first
+        while not self.done.wait(wait):
+            what = self.text()
+            self.on.print(f"{self.label}: {what + ' ' if what else ''}"
+                          f"({time.monotonic() - self.start:.0f}s)", soft_wrap=True)
+            wait = self.every
+
+    def __enter__(self) -> "Heartbeat":
+        self.thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join()
+
+
+@contextlib.contextmanager
+def working(label: str, on: Console | None = None, first: float = FIRST_NOTE_S,
+            every: float = NOTE_EVERY_S) -> Iterator[None]:
+    """A long operation without a count (lock resolution, gc's deletions): a spinner with
+    its time on a terminal, heartbeat lines off one; when it went well and ran FIRST_NOTE_S
+    or longer, its ✓ line with the time (when it raised, the error speaks: never a ✓).
+    Nothing at all under ORCH_NO_PROGRESS=1."""
+    on = on or console
+    start = time.monotonic()
+    ok = False
+    try:
+        if progress_off():
+            yield
+        elif on.is_terminal:
+            with on.status(label):
+                yield
+        else:
+            with Heartbeat(label, lambda: "still working", on, first, every):
+                yield
+        ok = True
+    finally:
+        took = time.monotonic() - start
+        if ok and took >= first and not progress_off():
+            on.print(f"[green]✓[/] {label} [dim]({took:.1f}s)[/]", soft_wrap=True)
+
+
+class ByteProgress:
+    """A bar in bytes with bytes/s and time left, for downloads and uploads, on a terminal;
+    off one, heartbeat lines (`label: 312.0 of 909.1 MB, 45.1 MB/s (12s)`); neither under
+    ORCH_NO_PROGRESS=1. The bar is gone when done. advance() is thread-safe. `label` may
+    hold rich markup; `total` None when the size is not known."""
+
+    def __init__(self, label: str, total: int | None, on: Console | None = None,
+                 first: float = FIRST_NOTE_S, every: float = NOTE_EVERY_S) -> None:
+        from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn,
+                                   TimeRemainingColumn, TransferSpeedColumn)
+
+        on = on or console
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+                                 TransferSpeedColumn(), TimeRemainingColumn(),
+                                 console=on, transient=True,
+                                 disable=not on.is_terminal or progress_off())
+        self.task = self.progress.add_task(label, total=total)
+        self.total = total
+        self.heartbeat = None if on.is_terminal or progress_off() else \
+            Heartbeat(label, self._so_far, on, first, every)
+
+    def _so_far(self) -> str:
+        task = self.progress.tasks[0]
+        done = f"{task.completed / 1e6:.1f}" + (f" of {self.total / 1e6:.1f}" if self.total else "")
+        speed = task.completed / 1e6 / max(time.monotonic() - self.heartbeat.start, 1e-3) \
+            if self.heartbeat else 0.0
+        return f"{done} MB, {speed:.1f} MB/s"
+
+    def __enter__(self) -> "ByteProgress":
+        self.progress.start()
+        if self.heartbeat is not None:
+            self.heartbeat.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.heartbeat is not None:
+            self.heartbeat.__exit__()
         self.progress.stop()
 
     def advance(self, n: int) -> None:
@@ -100,24 +186,36 @@ class ByteProgress:
 
 
 @contextlib.contextmanager
-def phase(name: str, note: str = "") -> Iterator[None]:
-    """A named phase: a spinner on a terminal while it runs, then its line with the time."""
+def phase(name: str, note: str = "") -> Iterator[Outcome]:
+    """A named phase: a spinner on a terminal while it runs, then its line with the time:
+    `✓` when it went well, `✗` when it raised or set the yielded Outcome's `failed`."""
     start = time.monotonic()
-    if console.is_terminal:
-        with console.status(f"{name} {note}".strip()):
-            yield
-    else:
-        yield
-    print_phase(name, time.monotonic() - start, note)
+    outcome = Outcome()
+    try:
+        if console.is_terminal:
+            with console.status(f"{name} {note}".strip()):
+                yield outcome
+        else:
+            yield outcome
+    except BaseException:
+        outcome.failed = True
+        raise
+    finally:
+        print_phase(name, time.monotonic() - start, note, ok=not outcome.failed)
 
 
 @contextlib.contextmanager
 def step(title: str) -> Iterator[None]:
-    """Show a spinner while a long step runs, then its duration."""
+    """Show a spinner while a long step runs, then its duration (✗ when it raised)."""
     start = time.monotonic()
-    if console.is_terminal:
-        with console.status(title):
+    ok = False
+    try:
+        if console.is_terminal:
+            with console.status(title):
+                yield
+        else:
             yield
-    else:
-        yield
-    console.print(f"[green]✓[/] {title} [dim]({time.monotonic() - start:.1f}s)[/]")
+        ok = True
+    finally:
+        mark = "[green]✓[/]" if ok else "[red]✗[/]"
+        console.print(f"{mark} {title} [dim]({time.monotonic() - start:.1f}s)[/]")

@@ -27,7 +27,7 @@ from rich.markup import escape
 from orchestrator import cli_vars
 from orchestrator.command_line import DOIT_COMMANDS, cli_argv, split_words
 from orchestrator.console import console
-from orchestrator.errors import CheckFailed, UserError
+from orchestrator.errors import CheckFailed, UserError, is_no_space, no_space
 from orchestrator.settings import Settings
 
 REPO_ROOT: Path = Path.cwd()
@@ -43,9 +43,11 @@ class DoitEntry(DoitMain):
     command line's variables for command_vars, which cannot see them in sys.argv."""
 
     in_process_vars: dict[str, str] | None = None
+    in_process_argv: list[str] | None = None
 
     def process_args(self, cmd_args: list[str]) -> list[str]:  # noqa: D102 - doit API
         DoitEntry.in_process_vars = dict(split_words(cmd_args)[1])
+        DoitEntry.in_process_argv = list(cmd_args)
         return super().process_args(cmd_args)
 
 
@@ -79,19 +81,29 @@ def preflight(argv: list[str]) -> None:
     Exits (0 after help, 2 after one `error:` line); returns when doit should go on."""
     words, pairs = split_words(argv)
     options = [a for a in argv if a.startswith("-")]
-    if len(words) == 2 and words[0] == "help" and words[1] in cli_vars.VERBS:
-        print(cli_vars.verb_help(words[1]))
-        raise SystemExit(0)
-    if words and words[0] in DOIT_COMMANDS and words[0] != "run":
-        return
-    verbs = _verbs_of(words)
-    if verbs and verbs[0] in cli_vars.VERBS and ("--help" in options or "-h" in options):
-        print(cli_vars.verb_help(verbs[0]))
-        raise SystemExit(0)
 
     def refuse(msg: str) -> None:
         console.print(f"[red]error:[/] {escape(msg)}", soft_wrap=True)
         raise SystemExit(2)
+
+    if words and words[0] == "help":
+        if len(words) == 1:
+            print(cli_vars.overview())
+            raise SystemExit(0)
+        if words[1] in cli_vars.VERBS:
+            print(cli_vars.verb_help(words[1]))
+            raise SystemExit(0)
+        if words[1] not in DOIT_COMMANDS:
+            hint = cli_vars.did_you_mean(words[1], [*cli_vars.VERBS, *DOIT_COMMANDS],
+                                         "`doit help {}`")
+            refuse(f"no help topic {words[1]!r}{hint or '; `doit help` lists the verbs'}")
+    if words and words[0] in DOIT_COMMANDS and words[0] != "run":
+        return
+    verbs = _verbs_of(words)
+    if "--help" in options or "-h" in options:
+        print(cli_vars.verb_help(verbs[0]) if verbs and verbs[0] in cli_vars.VERBS
+              else cli_vars.overview())
+        raise SystemExit(0)
 
     for w in verbs:
         if w not in cli_vars.VERBS:
@@ -130,7 +142,11 @@ def action(verb: str, name: str | None = None, words: list[str] | None = None) -
             # it (its full collections cost an edit → build 0.04-0.06 s, in verify).
             gc.freeze()
             fn(settings) if words is None else fn(settings, list(words))
-        except UserError as e:
+        except (UserError, OSError) as e:
+            if isinstance(e, OSError):  # a full disk is one line; any other OSError is a bug
+                if not is_no_space(e):
+                    raise
+                e = no_space(e.filename or current_settings().store_root)
             console.print(f"[red]error:[/] {escape(str(e))}", soft_wrap=True)
             return TaskError(str(e), report=False)
         except CheckFailed as e:
@@ -150,11 +166,19 @@ def task(verb: str, name: str) -> dict:
             "uptodate": [False], "verbosity": 2}
 
 
-def args_task(verb: str, name: str) -> dict:
-    """A task whose verb also gets the command line's positional words (`doit why A B`)."""
+def whole_command_line() -> list[str]:
+    """The command line's words as typed (doit drops `name=value` words and options from a
+    task's positional words, also from a command after `--`)."""
+    argv = cli_argv()
+    return argv if argv is not None else list(DoitEntry.in_process_argv or [])
+
+
+def args_task(verb: str, name: str, whole: bool = False) -> dict:
+    """A task whose verb also gets the command line's positional words (`doit why A B`), or
+    with `whole` every word of it (`doit bench ... -- CMD` reads the words after `--`)."""
 
     def run(pos: list[str]) -> object:
-        return action(verb, name, pos)()
+        return action(verb, name, whole_command_line() if whole else pos)()
 
     run.__name__ = verb.partition(":")[2]
     return {**task(verb, name), "actions": [run], "pos_arg": "pos"}
@@ -175,11 +199,27 @@ class QuietReporter(ConsoleReporter):
             super().complete_run()
 
 
+def runs_a_command(argv: list[str]) -> bool:
+    """`doit run [name=value ...] -- CMD`: our `run` verb, not doit's run command (doit would
+    take CMD's words for task names)."""
+    words = split_words(argv)[0]
+    return "--" in argv and words in (["run"], ["run", "run"])
+
+
+def run_verb_now(argv: list[str]) -> None:
+    """Run `doit run ... -- CMD` before doit selects tasks; exits with its status (the
+    command's own when it ran: the verb replaces this process)."""
+    failure = action("run:cmd_run", "run", argv)()
+    raise SystemExit(2 if isinstance(failure, TaskError) else 1 if failure else 0)
+
+
 def doit_config(repo_root: Path) -> dict:
     argv = cli_argv()
     if argv is not None:
         preflight(argv)
     configure(repo_root)
+    if argv is not None and runs_a_command(argv):
+        run_verb_now(argv)
     (repo_root / ".orch").mkdir(exist_ok=True)
     # doit's dependency DB in memory: every task runs (uptodate False) and nothing reads what
     # doit records, while a file cost each command sqlite's commit (4 fdatasync, 15-20 ms on

@@ -97,6 +97,9 @@ def still_holds(cmd: Command, memo: dict[str, Any]) -> bool:
     manifest = stat_sig(os.path.join(memo["artifact"], MANIFEST_NAME))
     if manifest is None or manifest != memo["manifest"] or not inputs_hold(memo):
         return False
+    if not memo["toolchain"] or any(sig is None or stat_sig(p) != sig
+                                    for p, sig in memo["toolchain"]):
+        return False  # the toolchain's quick signature: the full command looks at it
     if store.stale_temps():
         return False  # the full command cleans them up
     if memo["redo"]:

@@ -161,6 +161,13 @@ def tree_digest(root: Path, cache: StatCache | None = None,
                 exclude_files: Iterable[str] = ()) -> str:
     """Hash of a directory's content: relative paths, exec bits, symlink targets, file hashes.
     exclude_files: paths relative to root (e.g. generated IDE files) left out."""
+    return digest_of(tree_items(root, cache, exclude_dirs, exclude_files))
+
+
+def tree_items(root: Path, cache: StatCache | None = None,
+               exclude_dirs: Iterable[str] = (".git",),
+               exclude_files: Iterable[str] = ()) -> list[list[str]]:
+    """What tree_digest hashes: [relative path, "f"|"x"|"l", sha256 or link target] each."""
     items = []
     skip_files = set(exclude_files)
     for f in iter_tree(root, exclude_dirs):
@@ -172,4 +179,4 @@ def tree_digest(root: Path, cache: StatCache | None = None,
         else:
             digest = cache.sha256(f) if cache else sha256_file(f)
             items.append([rel, "x" if os.access(f, os.X_OK) else "f", digest])
-    return digest_of(items)
+    return items

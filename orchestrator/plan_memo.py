@@ -178,6 +178,7 @@ def remember(r: Any, switch_to: dict[str, Any] | None = None) -> None:
     """Keep the memo of this command's answer (a Realised `r`; for a switch, what it linked).
     Written atomically; a store we cannot write only costs the next command its plan."""
     from orchestrator.fs import write_atomic
+    from orchestrator.toolchain import FILES_MANIFEST, TOOLCHAIN_JSON, toolchain_root
 
     t, cmd = _trace, _command
     if t is None or cmd is None or t.unsafe is not None:
@@ -190,7 +191,11 @@ def remember(r: Any, switch_to: dict[str, Any] | None = None) -> None:
         "redo": t.redo, "artifact": str(r.path), "id": r.plan.artifact_id,
         "manifest": stat_sig(str(r.path / MANIFEST_NAME)),
         "recipe": r.plan.recipe.name, "variant": r.plan.variant_name, "switch": switch_to,
-        "source_dir": src, "build_tree": str(r.build_tree())}
+        "source_dir": src, "build_tree": str(r.build_tree()),
+        # The toolchain's quick signature: its entry, description and file manifest as they
+        # were (a toolchain deleted, replaced or re-made is a full command).
+        "toolchain": [[str(p), stat_sig(str(p))] for root in [toolchain_root(r.store, r.plan.lock)]
+                      for p in (root, root / TOOLCHAIN_JSON, root / FILES_MANIFEST)]}
     with contextlib.suppress(OSError):
         cmd.memo_file.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(cmd.memo_file, json.dumps(memo), durable=False)

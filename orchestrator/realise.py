@@ -119,8 +119,9 @@ def build(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain) ->
             except BuildFailed as e:
                 raise keep_failed_build(store, plan, stage, build_dir, e) from None
             t1 = time.monotonic()
-            with phase("verify"):
+            with phase("verify") as outcome:
                 verify, committable = run_verify(stage, plan, toolchain, settings)
+                outcome.failed = not verify["ok"]
             t2 = time.monotonic()
             if not committable:
                 keep = failed_dir(store, plan)

@@ -3,7 +3,7 @@ the manifest of the one in the store (which is never touched).
 
 - rebuild=1: a clean build in the variant's usual build tree (wiped first), compile cache
   as configured; the result is reported, and kept in <store>/tmp/rebuilt-<name>/ when it
-  differs, for inspection.
+  differs, for inspection (CheckFailed: exit 1).
 - check=1 (Nix's --check): first the full toolchain check of `doit verify toolchain=1`
   (machine re-hashed against the lock, toolchain files against their manifest: drift is
   exit 2); then a fresh build tree at another path (<store>/tmp/check-<name>...),
@@ -153,9 +153,10 @@ def rebuild_and_compare(settings: Settings, store: Store, plan: Plan, artifact: 
     if kept is not None:
         console.print(f"the rebuilt output is kept in {kept}", markup=False)
     result = summary(mode, plan.name, diffs, kept)
-    if check and bad:
+    if bad:  # both exit 1: the store entry is not what its inputs build now
         first = bad[0]
         cause = f" ({first.section})" if first.section else ""
-        raise CheckFailed(f"check {plan.name}: not reproducible: {len(bad)} file(s) differ, "
+        what = "not reproducible" if check else "differs from the store"
+        raise CheckFailed(f"{mode} {plan.name}: {what}: {len(bad)} file(s) differ, "
                           f"first {first.path}{cause}")
     return result

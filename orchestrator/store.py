@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
+from orchestrator import roots_lock
 from orchestrator.fs import (durable_commits, fsync_dir, fsync_tree_level, is_stale_temp,
                              make_writable, remove_tree, temp_in, temp_sibling, write_atomic)
 from orchestrator.hashing import pretty_json, remember_sha256
@@ -268,7 +269,7 @@ class Store:
         """Dedupe, write manifest.json, make read-only, rename into store/ in one step."""
         self.store_dir.mkdir(parents=True, exist_ok=True)
         final = self.store_dir / manifest.name
-        with self.lock(f"artifact-{manifest.id}"):
+        with self.lock(f"artifact-{manifest.id}"), roots_lock.holding(self.root):  # gc waits
             if (final / MANIFEST_NAME).is_file():
                 remove_tree(staged)
                 self.last_commit = CommitStats()

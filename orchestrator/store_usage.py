@@ -13,7 +13,7 @@ import os
 import re
 import stat
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -93,6 +93,7 @@ class Needed:
     archives: set[str]
     git_urls: set[str]
     notes: list[str]
+    kept_by: dict[Path, list[str]] = field(default_factory=dict)  # artifact -> the roots keeping it
 
 
 def _workspaces(store: Store) -> list[Path]:
@@ -111,6 +112,7 @@ def needed(settings: Settings, store: Store, keep: int) -> Needed:
 
     notes: list[str] = []
     arts: set[Path] = set()
+    kept_by: dict[Path, list[str]] = {}
     tcs: set[str] | None = set()
     for ws_root in _workspaces(store):
         ws = Workspace(ws_root)
@@ -119,6 +121,9 @@ def needed(settings: Settings, store: Store, keep: int) -> Needed:
         cur = ws.current_generation()
         kept += [cur] if cur is not None else []
         arts |= {Path(os.path.realpath(gens[g])) for g in kept if g in gens}
+        for g in sorted(set(kept) & set(gens)):
+            root = f"{ws_root} generation {g}{' (active)' if g == cur else ''}"
+            kept_by.setdefault(Path(os.path.realpath(gens[g])), []).append(root)
         if ws.toolchain_link.is_symlink():
             tcs.add(Path(os.readlink(ws.toolchain_link)).name)
     for lock_file in sorted(settings.locks_dir.glob("*.lock.json")):
@@ -158,7 +163,7 @@ def needed(settings: Settings, store: Store, keep: int) -> Needed:
         except (ValueError, AttributeError):
             notes.append("kept: every git source (locks/git-sources.json does not parse)")
             trees = {"*"}
-    return Needed(arts, tcs, variants, trees, archives, urls, notes)
+    return Needed(arts, tcs, variants, trees, archives, urls, notes, kept_by)
 
 
 # -- the gc plan ------------------------------------------------------------------------------
@@ -185,11 +190,12 @@ def _listdir(d: Path) -> list[Path]:
     return sorted(d.iterdir()) if d.is_dir() else []
 
 
-def gc_plan(settings: Settings, store: Store, keep: int) -> tuple[list[Doomed], list[str]]:
+def gc_plan(settings: Settings, store: Store, keep: int,
+            need: Needed | None = None) -> tuple[list[Doomed], list[str]]:
     """Everything gc would delete, each with why; and notes on what it kept to be safe."""
     from orchestrator.hashing import digest_of
 
-    need = needed(settings, store, keep)
+    need = need or needed(settings, store, keep)
     out: list[Doomed] = []
     for art in store.artifacts():
         if Path(os.path.realpath(art)) not in need.artifacts:

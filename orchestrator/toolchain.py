@@ -16,7 +16,7 @@ from typing import Callable
 
 from orchestrator import debugger_env, tree_manifest
 from orchestrator.console import console, step
-from orchestrator.errors import CheckFailed, UserError
+from orchestrator.errors import CheckFailed, UserError, is_no_space, no_space
 from orchestrator.fs import remove_tree, temp_in, write_atomic
 from orchestrator.hashing import pretty_json, sha256_file
 from orchestrator.machine_check import check_interpreter, check_machine
@@ -169,7 +169,11 @@ def check_toolchain(root: Path, full: bool = False) -> None:
 def _install_pypi(tmp: Path, lock: Lock, python_exe: str) -> None:
     pkgs = [e for e in lock.entries.values() if isinstance(e, PypiEntry)]
     venv = tmp / "venv"
-    subprocess.run([python_exe, "-m", "venv", str(venv)], check=True)
+    made = subprocess.run([python_exe, "-m", "venv", str(venv)], capture_output=True, text=True)
+    if made.returncode != 0:
+        if is_no_space(made.stderr + made.stdout):
+            raise no_space(venv)
+        raise UserError(f"making the toolchain's venv failed: {made.stderr.strip()[-200:]}")
     req = tmp / "requirements.txt"
     req.write_text("".join(f"{p.name}=={p.version} --hash=sha256:{p.sha256}\n"
                            for p in sorted(pkgs, key=lambda p: p.name)))
@@ -181,6 +185,8 @@ def _install_pypi(tmp: Path, lock: Lock, python_exe: str) -> None:
     if res.returncode != 0:
         lines = [ln for ln in res.stderr.splitlines() if ln.strip() and "WARNING" not in ln]
         detail = " ".join(lines[-3:]) if lines else "pip failed"
+        if is_no_space(res.stderr):
+            raise no_space(venv)
         raise UserError(f"installing the locked Python packages failed: {detail}")
 
 
@@ -195,6 +201,8 @@ def _install_debs(tmp: Path, lock: Lock) -> None:
     res = subprocess.run(["apt-get", "download", "-q", *(f"{d.name}={d.version}" for d in debs)],
                          cwd=dl, capture_output=True, text=True)
     if res.returncode != 0:
+        if is_no_space(res.stderr + res.stdout):
+            raise no_space(dl)
         last = (res.stderr.strip().splitlines() or ["apt-get download failed"])[-1]
         raise UserError(f"downloading the locked Debian packages failed: {last}")
     for d in debs:
@@ -205,7 +213,13 @@ def _install_debs(tmp: Path, lock: Lock) -> None:
         if got != d.sha256:
             raise UserError(f"lock mismatch: deb:{d.name} {files[0].name} has sha256 {got}, "
                             f"the lock says {d.sha256}; run `doit lock` if the archive changed")
-        subprocess.run(["dpkg-deb", "-x", str(files[0]), str(root)], check=True)
+        res = subprocess.run(["dpkg-deb", "-x", str(files[0]), str(root)], capture_output=True,
+                             text=True)
+        if res.returncode != 0:
+            if is_no_space(res.stderr):
+                raise no_space(root)
+            last = (res.stderr.strip().splitlines() or ["dpkg-deb failed"])[-1]
+            raise UserError(f"unpacking {files[0].name} failed: {last}")
     _relativize_symlinks(root)
     if debugger_env.locate(root) is not None:
         debugger_env.fixup(root)  # Debian's lldb-14 links that are wrong outside /usr

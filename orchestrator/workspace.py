@@ -15,9 +15,11 @@ import shlex
 from pathlib import Path
 from typing import Iterator
 
+from orchestrator import roots_lock
 from orchestrator.errors import UserError
 from orchestrator.fs import atomic_symlink, is_stale_temp, write_atomic
 from orchestrator.store import Store
+from orchestrator.store_layout import MANIFEST_NAME
 from orchestrator.workspace_links import apply_links, prune_links
 
 GEN_RE = re.compile(r"^profile-(\d+)-link$")
@@ -30,6 +32,7 @@ class Workspace:
         self.profile = self.orch / "profile"
         self.toolchain_link = self.orch / "toolchain"
         self.env_script = self.orch / "env.sh"
+        self.previous = self.orch / "previous"  # -> the generation link active before the last change
 
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
@@ -86,7 +89,10 @@ class Workspace:
                outputs: dict[str, list[str]]) -> tuple[int, bool]:
         """Make artifact the active profile; returns (generation, changed)."""
         artifact = artifact.absolute()
-        with self._lock():
+        with self._lock(), roots_lock.holding(store.root):  # no gc between here and the link
+            if not (artifact / MANIFEST_NAME).is_file():
+                raise UserError(f"{artifact} is no longer in the store (a gc removed it); "
+                                "run the command again")
             self.clean_stale()
             self.register(store)
             if toolchain_root is not None:
@@ -103,11 +109,24 @@ class Workspace:
                 return cur, False
             n = max(gens, default=0) + 1
             atomic_symlink(artifact, self._gen_link(n))
-            atomic_symlink(self._gen_link(n).name, self.profile)
+            self._activate(n, cur)
             prune_links(self.root, self.orch, links)
             return n, True
 
-    def rollback(self) -> int:
+    def _activate(self, n: int, cur: int | None) -> None:
+        """Profile -> generation n; `previous` remembers cur for `doit switch -`."""
+        if cur is not None and cur != n:
+            atomic_symlink(self._gen_link(cur).name, self.previous)
+        atomic_symlink(self._gen_link(n).name, self.profile)
+
+    def _move_to(self, n: int, cur: int | None) -> None:
+        links = apply_links(self.root, self.orch, self.generations()[n])
+        self._activate(n, cur)
+        prune_links(self.root, self.orch, links)
+
+    def rollback(self) -> tuple[int, list[int]]:
+        """Back to the newest earlier generation whose artifact differs from the active one:
+        (that generation, the earlier ones skipped because they hold the same artifact)."""
         with self._lock():
             self.clean_stale()
             cur = self.current_generation()
@@ -115,13 +134,25 @@ class Workspace:
                 raise UserError(f"{self.root}: no active profile to roll back from; run `doit switch` first")
             gens = self.generations()
             earlier = [g for g, target in gens.items() if g < cur and target.exists()]
-            if not earlier:
-                raise UserError(f"{self.root}: generation {cur} is the oldest; nothing to roll back to")
-            prev = max(earlier)
-            links = apply_links(self.root, self.orch, gens[prev])
-            atomic_symlink(self._gen_link(prev).name, self.profile)
-            prune_links(self.root, self.orch, links)
-            return prev
+            differ = [g for g in earlier if gens[g] != gens.get(cur)]
+            if not differ:
+                raise UserError(f"{self.root}: no generation before {cur} holds a different artifact; "
+                                "nothing to roll back to (`doit status` lists them)")
+            prev = max(differ)
+            self._move_to(prev, cur)
+            return prev, [g for g in earlier if g > prev]
+
+    def switch_back(self) -> int:
+        """`doit switch -`: the generation that was active before the last switch/rollback."""
+        with self._lock():
+            self.clean_stale()
+            m = GEN_RE.match(os.readlink(self.previous)) if self.previous.is_symlink() else None
+            gens = self.generations()
+            if m is None or int(m[1]) not in gens or not gens[int(m[1])].exists():
+                raise UserError(f"{self.root}: no earlier active generation to return to; "
+                                "`doit switch variant=NAME` picks one")
+            self._move_to(int(m[1]), self.current_generation())
+            return int(m[1])
 
     def register(self, store: Store) -> None:
         """Record this workspace as a gc root of the store."""
@@ -143,8 +174,11 @@ class Workspace:
             f"export ORCH_PROFILE={shlex.quote(str(self.profile))}\n"
             f"export ORCH_TOOLCHAIN={shlex.quote(str(self.toolchain_link))}\n"
             f'export PATH="$ORCH_TOOLCHAIN/venv/bin:{joined(outputs["bin"])}:$PATH"\n'
-            f'export LD_LIBRARY_PATH="{joined(outputs["lib"])}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"\n'
             f'export PYTHONPATH="{joined(outputs["python"])}${{PYTHONPATH:+:$PYTHONPATH}}"\n'
+            "# No LD_LIBRARY_PATH: it beats every library's RUNPATH, so a process that imports\n"
+            "# another artifact (PYTHONPATH at it) would load this profile's libraries with it.\n"
+            "# Artifacts find their own libraries through RUNPATH; run another one with\n"
+            "# `doit run variant=X -- CMD`. Link your own programs with -Wl,-rpath.\n"
             "# Store entries are immutable: Python must not write __pycache__ into them.\n"
             "export PYTHONDONTWRITEBYTECODE=1\n"
         )

@@ -90,7 +90,8 @@ def _serve_raw(tmp_path: Path, url: str, key: str, raw: bytes, nginx: NginxServe
     ("tamper", "content hash mismatch"),
     ("truncate", "truncated blob"),  # a short copy in the cache, not a cut stream
     ("garbage", "not valid zstd"),
-    ("longer", "more data than"),
+    ("longer", "content hash mismatch .more data than"),
+    ("replaced", "content hash mismatch .the blob holds"),  # whole zstd of other content
     ("padded", "far more compressed data"),
 ])
 @pytest.mark.parametrize("size", [64 << 10, 3 << 20], ids=["small", "large"])  # both code paths
@@ -103,6 +104,7 @@ def test_bad_blobs_are_refused(backend_url: str, tmp_path: Path, nginx: NginxSer
            "truncate": good[: len(good) // 2],
            "garbage": b"not zstd at all" * 100,
            "longer": zstandard.ZstdCompressor().compress(data + b"more"),
+           "replaced": zstandard.ZstdCompressor().compress(data[: size // 2]),
            # endless empty frames after the real one: no extra content, unbounded input
            "padded": good + zstandard.ZstdCompressor().compress(b"") * (size // 4)}[damage]
     _serve_raw(tmp_path, backend_url, blob_key(sha), raw, nginx)
@@ -255,3 +257,17 @@ def test_byte_ranges(backend_url: str) -> None:
         assert got == data[start:end], (start, length)
     with b.stream("packs/r", 0, 800_000, 10) as chunks:  # past the end: nothing, no error
         assert b"".join(chunks) == b""
+
+
+@pytest.mark.parametrize("trailing", ["", "/"])
+def test_file_urls_keep_their_slashes_in_messages(tmp_path: Path, trailing: str) -> None:
+    """A file:// cache names a blob as <url>/<key>, whether or not the URL ends in '/'."""
+    root = tmp_path / "fcache"
+    data = os.urandom(4096)
+    sha = hashlib.sha256(data).hexdigest()
+    url = root.as_uri() + trailing
+    _serve_raw(tmp_path, root.as_uri(), blob_key(sha), zstandard.ZstdCompressor().compress(data[:100]), None)
+    with pytest.raises(CacheError) as err:
+        download_blobs(open_backend(url, CFG), [(sha, len(data), tmp_path / "dest")], 1, "pull",
+                       TransferStats())
+    assert f"refused {root.as_uri()}/{blob_key(sha)}: content hash mismatch" in str(err.value)

@@ -2,7 +2,11 @@
 <verb>`, `doit <verb> --help` and the refusal of variables a verb does not take."""
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,7 +29,8 @@ def one_error(res) -> str:  # noqa: ANN001
 
 def test_every_task_has_a_table_and_every_variable_is_declared() -> None:
     names = {getattr(tasks, n)().get("basename", n[5:]) for n in dir(tasks) if n.startswith("task_")}
-    assert names == set(cli_vars.VERBS)
+    assert names | cli_vars.BEFORE_DOIT == set(cli_vars.VERBS)
+    assert not names & cli_vars.BEFORE_DOIT
     for verb in cli_vars.VERBS.values():
         assert set(verb.vars) <= set(cli_vars.VARS)
     assert set().union(*(v.vars for v in cli_vars.VERBS.values())) == set(cli_vars.VARS)
@@ -78,3 +83,71 @@ def test_store_parent_must_exist_unless_create(proj: Path, tmp_path: Path) -> No
     assert not (tmp_path / "a").exists()
     res = run_doit(proj, "status", f"store={deep}", "create=1")
     assert res.returncode == 0, res.output
+
+
+# --- issue 35: help that teaches itself ----------------------------------------------------
+
+def test_doit_help_lists_this_tools_verbs_then_doits_commands(proj: Path) -> None:
+    for argv in (["help"], ["-h"]):
+        res = run_doit(proj, *argv)
+        assert res.returncode == 0, res.output
+        out = res.stdout
+        for name, spec in cli_vars.VERBS.items():
+            assert re.search(rf"^  {re.escape(name)}\s+{re.escape(spec.doc)}$", out, re.M), (name, out)
+        assert out.index("  build ") < out.index("doit's own commands: list, help")
+        assert "dumpdb" in out.split("doit's own commands:")[1]
+        assert "CmdOption" not in res.output
+
+
+@pytest.mark.parametrize("topic,needle", [("nosuch", "`doit help` lists the verbs"),
+                                          ("stauts", "did you mean `doit help status`")])
+def test_help_on_an_unknown_topic_is_exit_2(proj: Path, topic: str, needle: str) -> None:
+    res = run_doit(proj, "help", topic)
+    assert res.returncode == 2, res.output
+    assert needle in one_error(res) and f"no help topic {topic!r}" in one_error(res)
+
+
+def test_task_functions_carry_no_docstring_to_drift_from_cli_vars() -> None:
+    for n in dir(tasks):
+        if n.startswith("task_"):
+            assert getattr(tasks, n).__doc__ is None, n
+
+
+ORCH = Path(sys.executable).parent / "orch"
+
+
+def test_orch_runs_every_verb_from_a_subdirectory(proj: Path, tmp_path: Path) -> None:
+    sub = proj / "recipes" / "demo" / "csrc"
+    assert sub.is_dir()
+    env = {k: v for k, v in os.environ.items() if k not in ("ORCH_STORE", "MAX_JOBS")}
+    res = subprocess.run([str(ORCH), "status", f"store={tmp_path / 's'}", "format=json"],
+                         cwd=sub, env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert json.loads(res.stdout)["workspace"] == str(proj)  # the project's, not the subfolder's
+    res = subprocess.run([str(ORCH), "help", "gc"], cwd=sub, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0 and "keep=" in res.stdout, res.stdout + res.stderr
+    # plain doit too: doit's --seek-file when the folder has no dodo.py of its own
+    res = subprocess.run([sys.executable, "-m", "doit", "status", f"store={tmp_path / 's'}",
+                          "format=json"], cwd=sub, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert json.loads(res.stdout)["workspace"] == str(proj)
+    for flag in ("-h", "--help"):
+        res = subprocess.run([str(ORCH), flag], cwd=sub, capture_output=True, text=True)
+        assert res.returncode == 0 and "  rollback  " in res.stdout, res.stdout + res.stderr
+    res = subprocess.run([str(ORCH), "status"], cwd=tmp_path, capture_output=True, text=True)
+    assert res.returncode == 2 and res.stderr.startswith("error: no dodo.py in"), res.stderr
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["plan", "variant=Release"], "did you mean variant=release?"),
+    (["plan", "variant=RELWITHDEBINFO"], "did you mean variant=relwithdebinfo?"),
+    (["plan", "recipe=Demo"], "did you mean recipe=demo?"),
+    (["status", "Workspace=x"], "did you mean workspace=?"),
+    (["Status"], "did you mean `doit status`?"),
+])
+def test_value_hints_ignore_case(proj: Path, tmp_path: Path, argv: list[str], needle: str) -> None:
+    res = run_doit(proj, *argv, f"store={tmp_path / 's'}")
+    assert res.returncode == 2, res.output
+    assert needle in one_error(res)

@@ -129,3 +129,32 @@ def test_unknown_rev_is_bad_input_and_changes_nothing(env, repos):
     assert_bad_input(env, res, "recipes/gitbad.toml", "source.rev", "no-such-branch")
     assert (env.project / "locks" / "git-sources.json").read_text() == before
     (env.project / "recipes" / "gitbad.toml").unlink()
+
+
+@pytest.mark.parametrize("url, rev", [
+    ("--upload-pack=touch {marker};true @x:y", "main"),      # an option before the first ':'
+    ("-oProxyCommand=touch% {marker}@h:p", "main"),
+    ("ext::sh -c touch% {marker}", "main"),                  # a transport that runs a command
+    ("ext::sh", "main"),
+    ("ssh://-oProxyCommand=touch% {marker}/x", "main"),
+    ("u@-oProxyCommand=x:p", "main"),
+    ("{good}", "--upload-pack=touch {marker}"),              # a rev that would be an option
+])
+def test_a_hostile_git_recipe_is_bad_input_on_every_lock_path(env, repos, tmp_path, url, rev):
+    """`doit lock lock=git-sources` and `doit lock` meet the recipe: one line naming it,
+    exit 2, no command run, the lock unchanged."""
+    marker = tmp_path / "ran"
+    before = (env.project / "locks" / "git-sources.json").read_text()
+    recipe = env.project / "recipes" / "githostile.toml"
+    recipe.write_text(
+        f'[source]\nkind = "git"\nurl = "{url.format(marker=marker, good=repos["main.git"].as_uri())}"\n'
+        f'rev = "{rev.format(marker=marker)}"\n\n[build]\nsystem = "cmake"\n\n'
+        '[variants.relwithdebinfo]\nbuild_type = "RelWithDebInfo"\n')
+    try:
+        for args in (("lock", "lock=git-sources"), ("lock",)):
+            res = env.doit(*args)
+            assert_bad_input(env, res, "recipes/githostile.toml")
+            assert not marker.exists(), f"{args}: the recipe ran a command"
+        assert (env.project / "locks" / "git-sources.json").read_text() == before
+    finally:
+        recipe.unlink()

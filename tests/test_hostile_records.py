@@ -111,7 +111,7 @@ CASES: dict[str, tuple[Callable[[Doc], None], str]] = {
     "variant-empty": (lambda d: _rename(d, variant=""), "variant name"),
     "deep-derivation": (_nested, "nested deeper"),
 }
-RAW_CASES = {"truncated-blob": "truncated blob", "not-json": "not valid JSON",
+RAW_CASES = {"truncated-blob": "content hash mismatch", "not-json": "not valid JSON",  # (the blob: whole zstd of half the content)
              "deep-json": "not valid JSON"}
 
 

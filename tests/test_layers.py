@@ -16,16 +16,17 @@ PACKAGE = Path(__file__).resolve().parents[1] / "orchestrator"
 LAYERS: list[list[str]] = [
     # foundations: no knowledge of recipes' flow
     ["__init__", "errors", "hashing", "fs", "console", "logical_paths", "platform_facts",
-     "model", "tree_manifest", "read_trace", "store_layout", "command_line", "process_group"],
+     "model", "tree_manifest", "read_trace", "store_layout", "command_line", "process_group",
+     "fault_point"],
     ["settings", "cli_vars"],
-    ["store", "stage_record", "lock", "debugger_env"],
+    ["store", "stage_record", "lock", "debugger_env", "roots_lock"],
     ["toolchain", "machine_check", "sources"],
     ["plan", "selection", "artifact_ref", "plan_memo", "head_start"],
     ["builders", "verify", "cache"],
     ["build_step", "reverify", "rebuild_check", "realise", "plan_why"],
-    ["workspace", "workspace_links", "activation", "store_usage", "ide", "bot"],
+    ["workspace", "workspace_links", "activation", "store_usage", "ide", "bot", "bench"],
     ["verbs"],
-    ["tasks", "doit_glue", "fast_path"],
+    ["tasks", "doit_glue", "fast_path", "doit_commands"],
 ]
 
 

@@ -13,7 +13,9 @@ GIT = ["git", "-c", "protocol.file.allow=always", "-c", "user.name=t", "-c", "us
        "-c", "init.defaultBranch=main", "-c", "commit.gpgsign=false"]
 CMAKE = ("cmake_minimum_required(VERSION 3.18)\nproject(tracked C)\n"
          "add_library(tracked SHARED a.c)\ninstall(TARGETS tracked LIBRARY DESTINATION lib)\n")
-SMOKE = "python -c 'import ctypes; assert ctypes.CDLL(\\\"libtracked.so\\\").tracked_answer() == {answer}'"
+# By path: .orch/env.sh sets no LD_LIBRARY_PATH (docs/bench.md), a bare soname is not found.
+SMOKE = ("python -c 'import ctypes, os; assert ctypes.CDLL(os.environ[\\\"ORCH_PROFILE\\\"] + "
+         "\\\"/prefix/lib/libtracked.so\\\").tracked_answer() == {answer}'")
 
 
 def git(*args: str, cwd: Path) -> str:

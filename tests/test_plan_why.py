@@ -42,7 +42,9 @@ def test_plan_says_build_then_present(doit, store, tmp_path):
     assert after.returncode == 0, after.output
     assert f"demo relwithdebinfo {p['id']}" in after.output
     assert "build would: present" in after.output and "pypi:cmake" in after.output
-    assert '"derivation"' not in after.output and '"builder": "cmake"' in after.output
+    assert '"builder"' not in after.output and "derivation=1" in after.output  # a short summary
+    full = doit("plan", "derivation=1")
+    assert '"derivation"' not in full.output and '"builder": "cmake"' in full.output
 
 
 def test_plan_names_the_substituter(doit, store, tmp_path, session_toolchain):

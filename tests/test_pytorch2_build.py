@@ -1,9 +1,11 @@
 """The PyTorch 2.x recipe (recipes/pytorch2.toml) on the real 2.6.0 source: Debian trixie's
-tarball + fmt/cpp-httplib/kineto/pocketfft overlays + four patches, configured whole against
-this machine's system libraries; c10 built in one variant with real cmake/ninja/gcc.
+tarball + fmt/cpp-httplib/kineto/pocketfft/gloo overlays + four patches, configured whole
+against this machine's system libraries with KINETO and distributed (gloo) on; c10 and a fixed
+sample of five torch_cpu objects built in one variant with real cmake/ninja/gcc.
 
-Needs .ci/pytorch-prereqs.sh (build-deps + tarballs); skips only when the tarballs cannot
-be had. Configure is about 2-3 minutes on 2 cores, c10 a few more.
+Needs the set-up (.ci/pytorch-prereqs.sh: build-deps + every pinned tarball): a missing or
+mismatched archive fails, it never skips. Configure is about 2-3 minutes on 2 cores, c10 and
+the sample several more.
 """
 from __future__ import annotations
 
@@ -16,7 +18,6 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from conftest import REPO, copy_project, run_doit
-from orchestrator.errors import UserError
 from orchestrator.model.recipe import load_recipe
 from orchestrator.sources.archives import obtain_archive
 from orchestrator.store import Store
@@ -29,11 +30,10 @@ def world(tmp_path_factory):
     root = tmp_path_factory.mktemp("pytorch2")
     store = Store(root / "store").ensure()
     recipe = load_recipe(REPO / "recipes", "pytorch2")
-    try:
-        for archive in (recipe.source, *recipe.source.overlays):
-            obtain_archive(archive, store)
-    except UserError as e:
-        pytest.skip(f"PyTorch 2.6.0 source tarballs unavailable ({e}); run .ci/pytorch-prereqs.sh")
+    # The set-up (.ci/pytorch-prereqs.sh) fetched every pinned archive: a missing or
+    # mismatched one fails here, never skips (tests/test_prefetch.py names which).
+    for archive in (recipe.source, *recipe.source.overlays):
+        obtain_archive(archive, store)
     return {"root": root, "store": store.root, "project": copy_project(root / "project")}
 
 
@@ -43,9 +43,22 @@ def cache_entry(cmake_cache: Path, key: str) -> str:
     return m[1]
 
 
-def test_pytorch2_c10_relwithdebinfo(world):
+# A fixed sample of torch_cpu: the edit loop's file, conv2d's entry, the backends the recipe
+# turns on (KINETO's profiler shim, gloo's process group) and the FFT through the pocketfft
+# overlay. Each pulls in the whole ATen code generation first.
+TORCH_CPU_SAMPLE = tuple(f"caffe2/CMakeFiles/torch_cpu.dir/__/{o}.o" for o in (
+    "aten/src/ATen/native/BinaryOps.cpp",
+    "aten/src/ATen/native/Convolution.cpp",
+    "torch/csrc/profiler/kineto_shim.cpp",
+    "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp",
+    "aten/src/ATen/native/mkl/SpectralOps.cpp",
+))
+
+
+def test_pytorch2_c10_and_torch_cpu_sample_relwithdebinfo(world):
+    targets = ",".join(("c10", *TORCH_CPU_SAMPLE))
     res = run_doit(world["project"], "build", "format=json", "recipe=pytorch2",
-                   "variant=relwithdebinfo", "targets=c10", "substitute=0",
+                   "variant=relwithdebinfo", f"targets={targets}", "substitute=0",
                    f"store={world['store']}", timeout=3000)
     assert res.returncode == 0, res.output[-4000:]
     art = Path(json.loads(res.stdout.strip().splitlines()[-1])["path"])
@@ -58,7 +71,19 @@ def test_pytorch2_c10_relwithdebinfo(world):
     assert cache_entry(meta / "CMakeCache.txt", "CMAKE_BUILD_TYPE") == "RelWithDebInfo"
     assert cache_entry(meta / "CMakeCache.txt", "TORCH_BUILD_VERSION") == "2.6.0"
     info = json.loads((meta / "pytorch.json").read_text())
-    assert info["torch_version"] == "2.6.0" and info["defines"]["USE_SYSTEM_LIBS"] == "ON"
+    defines = info["defines"]
+    assert info["torch_version"] == "2.6.0"
+    # The backends: distributed with the bundled gloo, KINETO on; the rest of the system
+    # libraries one by one (USE_SYSTEM_LIBS would force bookworm's too-old gloo).
+    assert defines["USE_DISTRIBUTED"] == "1" and defines["USE_SYSTEM_GLOO"] == "OFF"
+    assert defines.get("USE_KINETO", "1") != "0" and "USE_SYSTEM_LIBS" not in defines
+    assert defines["USE_SYSTEM_SLEEF"] == "ON" and defines["USE_SYSTEM_CPUINFO"] == "ON"
+    cache = (meta / "CMakeCache.txt")
+    assert cache_entry(cache, "USE_KINETO") == "ON" and cache_entry(cache, "USE_GLOO") == "ON"
+    [tree] = (Path(world["store"]) / "build").glob("pytorch2-relwithdebinfo-*")
+    for obj in TORCH_CPU_SAMPLE:
+        with open(tree / obj, "rb") as f:
+            assert ELFFile(f).get_section_by_name(".debug_info") is not None, obj
     assert json.loads((meta / "verify.json").read_text())["ok"]
     # Built from a per-build copy of the pinned tree (which stays as unpacked).
     assert json.loads((art / "manifest.json").read_text())["prefix_map"] == {
@@ -76,7 +101,7 @@ def test_pytorch2_c10_relwithdebinfo(world):
             assert [a for a in argv if re.match(r"^-O[0-3sgz]?$", a)] == ["-O2"], c["command"]
             assert argv.count("-g") == 1, c["command"]
     res = run_doit(world["project"], "verify", "recipe=pytorch2", "variant=relwithdebinfo",
-                   "targets=c10", f"store={world['store']}", timeout=900)
+                   f"targets={targets}", f"store={world['store']}", timeout=900)
     assert res.returncode == 0, res.output[-3000:]
     readelf = subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True).stdout
     assert "$ORIGIN" in readelf
@@ -109,7 +134,8 @@ def test_pytorch2_recipe_on_a_git_checkout_of_the_26_tree(world):
     ident = json.loads((art / "manifest.json").read_text())["derivation"]["source"]
     assert ident["kind"] == "git-checkout" and ident["rev"] == rev
     assert [o["path"] for o in ident["overlays"]] == [
-        "third_party/fmt", "third_party/cpp-httplib", "third_party/kineto", "third_party/pocketfft"]
+        "third_party/fmt", "third_party/cpp-httplib", "third_party/kineto", "third_party/gloo",
+        "third_party/pocketfft"]
     assert len(ident["patches"]) == 4
     status = subprocess.run([*git, "status", "--porcelain", "--ignored"], capture_output=True,
                             text=True, check=True).stdout

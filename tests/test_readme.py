@@ -57,3 +57,56 @@ def test_everyday_use_block_runs_line_by_line(tmp_path, session_toolchain):
     assert "stop reason = breakpoint" in out and "demo::native::add_kernel" in out, out[-4000:]
     assert "is not being read" not in out, out[-4000:]      # the wrapper runs lldb -x
     assert Path(project / ".vscode/launch.json").is_file()
+
+
+def test_team_cache_block_runs_line_by_line(tmp_path, session_toolchain):
+    """The team block, as written, after `doit build variant=release`: a key, the cache's
+    directory, cache.toml, the check, both pushes, a teammate's pull into an empty store.
+    Only its two /tmp paths are moved under the test's own directory."""
+    project = copy_project(tmp_path / "project")
+    os.symlink(REPO / ".venv", project / ".venv")
+    store = make_store(tmp_path / "store", session_toolchain)
+    lines = [strip_comment(ln) for ln in readme_block("Team cache")]
+    assert [ln.split()[:2] for ln in lines if ln.startswith("doit ")] == [
+        ["doit", "cache-keygen"], ["doit", "cache-check"], ["doit", "push"], ["doit", "push"],
+        ["doit", "pull"]]
+    assert not any("ORCH_CACHE_TOKEN=..." in ln for ln in lines)
+    # the artifact pushed is the one pulled
+    pushed = next(ln for ln in lines if ln.startswith("doit push variant="))
+    pulled = next(ln for ln in lines if ln.startswith("doit pull "))
+    assert pushed.split()[2] == pulled.split()[2], (pushed, pulled)
+    here = {"/tmp/orch-team-cache": str(tmp_path / "team-cache"),
+            "/tmp/orch-teammate-store": str(tmp_path / "teammate-store")}
+    script = ["set -euo pipefail", ". .venv/bin/activate", "doit build variant=release"]
+    for i, ln in enumerate(lines):
+        for old, new in here.items():
+            ln = ln.replace(old, new)
+        script += [f"echo '>>> line {i}'", ln]
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MAX_JOBS", "VIRTUAL_ENV", "XDG_CONFIG_HOME") and not k.startswith("ORCH_")}
+    env.update(ORCH_STORE=str(store), HOME=str(tmp_path / "home"), ORCH_NO_PROGRESS="1")
+    res = subprocess.run(["bash", "-c", "\n".join(script)], cwd=project, env=env,
+                         capture_output=True, text=True, timeout=1200)
+    out = res.stdout + res.stderr
+    failed = re.findall(r">>> line (\d+)", res.stdout)
+    where = lines[int(failed[-1])] if failed else "set-up"
+    assert res.returncode == 0, f"README line failed: {where}\n{out[-4000:]}"
+    assert "Traceback" not in out, out[-4000:]
+    assert re.search(r"^✓ write access", res.stderr, re.M), out[-3000:]
+    teammate = tmp_path / "teammate-store" / "store"
+    assert [p.name.split("-", 1)[1] for p in teammate.iterdir()] == ["demo-release"], out[-3000:]
+
+
+def test_help_and_gc_keep_agree_with_the_readme():
+    """The README's everyday block starts with `doit help`, which lists every verb the
+    README's blocks use; its gc line states gc's real default keep."""
+    from orchestrator import cli_vars
+
+    everyday = [strip_comment(ln) for ln in readme_block("Everyday use")]
+    team = [strip_comment(ln) for ln in readme_block("Team cache")]
+    assert "doit help" in everyday
+    used = {ln.split()[1] for ln in everyday + team if ln.startswith("doit ")}
+    assert used <= set(cli_vars.VERBS) | {"help"}, used - set(cli_vars.VERBS)
+    assert "cache-check" in used
+    gc_line = next(ln for ln in readme_block("Everyday use") if ln.startswith("doit gc  "))
+    assert f"keep={cli_vars.VARS['keep'].default} (the default)" in gc_line, gc_line

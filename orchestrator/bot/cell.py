@@ -136,6 +136,13 @@ def run_cell(settings: Settings, store: Store, reports: Path, cell: Cell, entry:
     if bad is not None:
         return _failed(result, "smoke", f"`{bad['command']}` exited {bad['exit']}: "
                        f"{tail(bad['output_tail'], 1)}", bad["output_tail"], t0)
+    if entry.bench:  # performance, tracked over the nights (orchestrator.bench.trend)
+        from orchestrator.bench.sides import realised_side
+        from orchestrator.bench.trend import sample_cell
+        try:
+            result["bench"] = sample_cell(realised_side(r, cell.variant), entry)
+        except (UserError, CheckFailed) as e:
+            return _failed(result, "bench", str(e), getattr(e, "report", None), t0)
     if push:
         from orchestrator.cache.cache_toml import load_config
         from orchestrator.cache.push import push_many

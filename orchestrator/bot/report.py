@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from orchestrator.bench.trend import add_perf, perf_line
 from orchestrator.bot import abi_diff
 from orchestrator.bot.matrix import Cell, cell_path
 from orchestrator.fs import write_atomic
@@ -88,6 +89,7 @@ def merge(reports: Path, run: str, cells: list[Cell], history_len: int) -> dict[
     results = read_cells(reports, run, cells)
     history = read_history(reports)
     add_abi_diffs(reports, history, run, results)
+    add_perf(history, run, results)
     counts: dict[str, int] = {}
     for c in results:
         counts[c["status"]] = counts.get(c["status"], 0) + 1
@@ -129,6 +131,8 @@ def console_lines(merged: dict[str, Any]) -> list[str]:
         regs = (c.get("abi_diff") or {}).get("regressions") or []
         if regs:
             line += f"; ABI regression: {regs[0]}" + (f" (+{len(regs) - 1} more)" if len(regs) > 1 else "")
+        if perf := perf_line(c):
+            line += f"; {perf}"
         out.append(line)
         if c["status"] == "failed" and c.get("tail"):
             out += [f"    {t}" for t in c["tail"].splitlines()[-8:]]
@@ -149,6 +153,7 @@ def render_markdown(history: list[dict[str, Any]], merged: dict[str, Any]) -> st
         d = c.get("abi_diff") or {}
         abi = ("REGRESSION: " + _md(d["regressions"][0])) if d.get("regressions") else \
             (f"+{d['added']} −{d['removed']} symbols" if "added" in d else "")
+        abi += (" " + _md(perf_line(c))) if perf_line(c) else ""
         g = c.get("glibc") or {}
         lines.append(
             f"| {c['cell']} | {c['status']}{' (' + c['stage'] + ')' if c.get('stage') else ''} | "

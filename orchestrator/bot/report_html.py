@@ -11,6 +11,7 @@ import io
 from html import escape
 from typing import Any
 
+from orchestrator.bench.trend import perf_line
 from orchestrator.bot.report import failure_reason
 
 GRID_RUNS = 14
@@ -71,7 +72,18 @@ def _plots(history: list[dict[str, Any]]) -> str:
     return ("<div class=plots>"
             f"<div class='plot' id='plot-build-time'>{_svg_plot('Build time per cell', 'seconds', runs, secs)}</div>"
             f"<div class='plot' id='plot-size'>{_svg_plot('Artifact size per cell', 'MB', runs, size)}</div>"
-            "</div>")
+            + _bench_plot(runs, names, by_run) + "</div>")
+
+
+def _bench_plot(runs: list[str], names: list[str], by_run: list[dict[str, Any]]) -> str:
+    """The cells' bench medians over the nights (only when some cell has a bench)."""
+    medians = {n: [((r.get(n) or {}).get("bench") or {}).get("median") for r in by_run]
+               for n in names}
+    medians = {n: ys for n, ys in medians.items() if any(y is not None for y in ys)}
+    if not medians:
+        return ""
+    return (f"<div class='plot' id='plot-bench'>"
+            f"{_svg_plot('Bench median per cell', 'seconds or metric', runs, medians)}</div>")
 
 
 def _cells_table(merged: dict[str, Any]) -> str:
@@ -79,6 +91,8 @@ def _cells_table(merged: dict[str, Any]) -> str:
     for c in merged["cells"]:
         status = c["status"] + (f" ({c['stage']})" if c.get("stage") else "")
         detail = escape(failure_reason(c))
+        if perf := perf_line(c):
+            detail += f"<p class='perf-regression'>{escape(perf)}</p>"
         if c["status"] == "failed" and c.get("tail"):
             detail += f"<pre>{escape(c['tail'])}</pre>"
         src = c.get("source")

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from orchestrator import head_start
-from orchestrator.builders import cmake_file_api
+from orchestrator.builders import cmake_file_api, source_mtimes
 from orchestrator.builders.compile_cache.source_link import source_link, source_link_flags
 from orchestrator.builders.compile_cache.stats import STATS_LOG
 from orchestrator.builders.context import BuildContext
@@ -68,22 +68,27 @@ def locked_package_hints(ctx: BuildContext) -> dict[str, str]:
 
 def configure(ctx: BuildContext, env: dict[str, str] | None = None,
               overrides: dict[str, str] | None = None, file_api: bool = False,
-              linked_source: bool = False) -> bool:
+              linked_source: bool = False, source_subdir: str = ".",
+              extra_args: list[str] | None = None) -> bool:
     """Run cmake only when the tree is new or the configure arguments changed.
 
     overrides replace our defines of the same name (the variant's still win); file_api asks
     CMake for its codemodel (targets → directories) in .cmake/api/v1/reply; linked_source
     configures the source through compile_cache.source_link (path-free compile lines, so the
-    compile cache hits across checkouts). Returns whether cmake ran.
+    compile cache hits across checkouts); source_subdir: the CMakeLists.txt's directory in
+    the tree; extra_args come after the -D list (scikit-build-core's cmake.args). Returns
+    whether cmake ran.
     """
     source: Path = ctx.source_dir
+    agree_with_content(ctx)
     flags: list[str] = []
     if linked_source:
         source = source_link(ctx.build_dir, ctx.source_dir)
         flags = source_link_flags(source, ctx.logical_source)
-    args = configure_args(ctx, overrides, flags)
+    source = source / source_subdir if source_subdir != "." else source
+    args = [*configure_args(ctx, overrides, flags), *(extra_args or [])]
     stamp = ctx.build_dir / CONFIGURE_STAMP
-    wanted = digest_of({"args": args, "source": str(ctx.source_dir)})
+    wanted = digest_of({"args": args, "source": str(ctx.source_dir / source_subdir)})
     if (ctx.build_dir / "build.ninja").is_file() and (ctx.build_dir / "CMakeCache.txt").is_file() \
             and stamp.is_file() and json.loads(stamp.read_text()).get("digest") == wanted:
         return False
@@ -95,6 +100,18 @@ def configure(ctx: BuildContext, env: dict[str, str] | None = None,
                env=env or ctx.env, log=ctx.log, title="configure")
     stamp.write_text(json.dumps({"digest": wanted}))
     return True
+
+
+def agree_with_content(ctx: BuildContext) -> None:
+    """Before cmake and ninja: a source file whose content changed under an old mtime is
+    touched (source_mtimes), and a head start's ninja, which may have passed it, stopped."""
+    if not (ctx.build_dir / "build.ninja").is_file():
+        return  # a new tree builds everything
+    touched = source_mtimes.agree(ctx.source_dir, ctx.build_dir)
+    if touched:
+        head_start.stop()
+        console.print(f"{len(touched)} source file(s) changed under an older mtime (first: "
+                      f"{touched[0]}): touched, so ninja rebuilds what uses them", markup=False)
 
 
 def compile_(ctx: BuildContext, env: dict[str, str] | None = None,
@@ -127,6 +144,7 @@ def compile_(ctx: BuildContext, env: dict[str, str] | None = None,
         try:
             run_logged(argv, env=run_env, log=ctx.log, title="build",
                        adopted=None if ahead is None else (ahead.step, ahead.output(), ahead.t0))
+            source_mtimes.record(ctx.source_dir, ctx.build_dir)
         finally:
             keep_ninja_steps(log, before, ctx.meta / "ninja_log")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from orchestrator.builders import source_mtimes
 from orchestrator.builders.cmake_steps import define_value
 from orchestrator.builders.context import BuildContext
 from orchestrator.builders.setuptools import SetuptoolsBuilder
@@ -50,10 +51,14 @@ class Pep517Builder:
         if backend in SETUPTOOLS_BACKENDS:
             return SetuptoolsBuilder().build(ctx)
         check_requirements(ctx, list(system["requires"]))
-        built = copy_source(ctx)
+        built = copy_source(ctx)  # a fresh copy, mtimes kept: the cmake tree persists
+        tree = built.build_dir / "cmake"
+        if (tree / "build.ninja").is_file():
+            source_mtimes.agree(built.source_dir, tree)
         flags = [*ctx.plan.variant.cflags, *copy_prefix_map_flags(ctx, built)]
         env = {**offline_env(built), **flags_env(flags)}
         wheel = build_wheel(built, env, scikit_build_config(built))
+        source_mtimes.record(built.source_dir, tree)
         built.prefix.mkdir(parents=True, exist_ok=True)
         unpack_wheel(wheel, built.prefix)
         keep_meta(built, built.build_dir / "cmake")

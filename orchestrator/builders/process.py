@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import contextlib
 import re
+import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
+from orchestrator.builders.running_edges import running_edges
 from orchestrator.console import build_progress, clip_end, label_width, print_phase
-from orchestrator.errors import CheckFailed, UserError
+from orchestrator.errors import CheckFailed, UserError, is_no_space, no_space
 from orchestrator.process_group import Step, spawn
 
 NINJA_STATUS_RE = re.compile(r"^\[(\d+)/(\d+)\] ")
@@ -47,12 +49,18 @@ def run_logged(cmd: Sequence[str | Path], *, env: dict[str, str], log: Path, tit
                                 "changed") from None
             assert step.proc.stdout is not None
             lines = step.proc.stdout
+        last = [time.monotonic()]  # when ninja last printed a status line
+        ticker = None if progress is None or task is None else \
+            RunningNames(progress, task, step.proc.pid, last, width)
         try:
+            if ticker is not None:
+                ticker.start()
             for line in lines:
                 logf.write(line)
                 tail.append(line.rstrip("\n"))
                 m = NINJA_STATUS_RE.match(line)
                 if m and progress is not None and task is not None:
+                    last[0] = time.monotonic()
                     done, total = int(m[1]), int(m[2])
                     progress.update(task, completed=done, total=total,
                                     description=clip_end(line[m.end():].strip(), width))
@@ -62,9 +70,39 @@ def run_logged(cmd: Sequence[str | Path], *, env: dict[str, str], log: Path, tit
             step.proc.wait()
             raise
         finally:
+            if ticker is not None:
+                ticker.stop()
             step.release()
     if rc != 0:
         shown = "\n".join(tail)
+        if is_no_space(shown):  # a compiler or linker could not write: one line, exit 2
+            raise no_space(cwd or log.parent)
         raise BuildFailed(f"{title} failed (exit {rc}); full log: {log}", report=shown)
     print_phase(title, time.monotonic() - start, "" if adopted is None else
                 "started ahead of the plan (head start)")
+
+
+class RunningNames(threading.Thread):
+    """While ninja prints nothing for IDLE_S (one long compile), the bar's label names what
+    runs (`running: ops/.../add_kernel.cpp.o (53s)`), refreshed every second."""
+
+    IDLE_S = 2.0
+
+    def __init__(self, progress: Any, task: Any, pid: int, last: list[float], width: int) -> None:
+        super().__init__(daemon=True)
+        self.progress, self.task, self.pid, self.last, self.width = progress, task, pid, last, width
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(1.0):
+            idle = time.monotonic() - self.last[0]
+            if idle < self.IDLE_S:
+                continue
+            names = running_edges(self.pid)
+            if names:
+                label = f"running: {', '.join(names)} ({idle:.0f}s)"
+                self.progress.update(self.task, description=clip_end(label, self.width))
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join()

@@ -1,6 +1,7 @@
 """PyTorch: drive its CMake build the way its setup.py would, one build tree per variant.
 
-PyTorch's own driver (setup.py, or scikit-build-core in newer revisions) hard-codes
+PyTorch's own driver (setup.py; from 2.14 scikit-build-core, whose [tool.scikit-build]
+table we read: sources/skbuild_settings.py) hard-codes
 `build/`, skips configure once build/CMakeCache.txt exists and installs into <src>/torch,
 so two variants of one checkout would share a CMakeCache. We run CMake ourselves instead,
 with the defines that driver derives from the environment (CMAKE_BUILD_TYPE wins over
@@ -16,8 +17,9 @@ from pathlib import Path
 from orchestrator import head_start
 from orchestrator.builders.cmake_steps import collect_meta, compile_, configure, install
 from orchestrator.builders.context import BuildContext
-from orchestrator.builders.pytorch_defines import (build_env, options_of, python_facts,
-                                                   pytorch_defines)
+from orchestrator.builders.cxx_standard import check_standard
+from orchestrator.builders.pytorch_defines import (build_env, frontend_of, options_of,
+                                                   python_facts, pytorch_defines)
 from orchestrator.builders.pytorch_install import (build_extensions, copy_python_package,
                                                    install_targets, target_dirs)
 from orchestrator.builders.pytorch_meta import (cache_value, checkout_links, collect_generated,
@@ -29,23 +31,31 @@ from orchestrator.sources.tree_version import detect_driver
 
 class PyTorchBuilder:
     def build(self, ctx: BuildContext) -> BuildContext:
-        ctx = build_copy_of_source(ctx)
+        # The tree's front-end and the C++ standard it asks for are read from the source as
+        # given, before anything is copied, configured or compiled: a tree we cannot drive,
+        # or a compiler too old for it, is one line and nothing changed.
         opts = options_of(ctx)
         driver = detect_driver(ctx.source_dir)
         env = build_env(ctx, opts)
+        frontend = frontend_of(ctx, driver, env)
+        subdir = frontend.source_subdir if frontend else "."
+        standard = check_standard(ctx.toolchain.cxx, ctx.source_dir / subdir / "CMakeLists.txt",
+                                  f"recipes/{ctx.plan.recipe.name}.toml", ctx.build_dir)
+        ctx = build_copy_of_source(ctx)
         py = python_facts(ctx.toolchain.python, ctx.build_dir)
         # A checkout is configured through <build tree>/.orch-src, so its compile lines are the
         # same for every checkout path and the compile cache hits across them (a pinned tree's
         # copy is inside the build tree already).
         linked = builds_in_place(ctx)
-        defines = pytorch_defines(ctx, opts, env, driver, py, linked_source=linked)
+        defines = pytorch_defines(ctx, opts, env, frontend, py, linked_source=linked)
         abi = cxx11_abi(ctx, defines, env)  # before ninja: a head start's ninja runs meanwhile
         ctx.build_dir.mkdir(parents=True, exist_ok=True)
         targets = ctx.plan.variant.targets
         extensions: list[str] = []
         lock = source_lock(ctx)
         with head_start.held(lock):
-            configured = configure(ctx, env, defines, file_api=True, linked_source=linked)
+            configured = configure(ctx, env, defines, file_api=True, linked_source=linked,
+                                   source_subdir=subdir, extra_args=frontend.args if frontend else [])
             # Unknown target names: exit 2 before anything compiles. Not while a head start's
             # ninja runs in the tree (a regeneration it runs rewrites the file-API reply): it
             # runs only for a command whose same targets= built before, and is read after.
@@ -74,6 +84,11 @@ class PyTorchBuilder:
         cache = ctx.build_dir / "CMakeCache.txt"
         info = {
             "driver": driver,
+            "frontend": None if frontend is None else {
+                "source_dir": subdir, "args": frontend.args, "defines": frontend.defines,
+                "table_build_type": frontend.table_build_type, "overrides": frontend.matched,
+                "minimum_version": frontend.minimum_version},
+            "cxx_standard": standard,
             "configured_now": configured,
             "build_type": cache_value(cache, "CMAKE_BUILD_TYPE"),
             "glibcxx_use_cxx11_abi": abi,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import subprocess
-import tomllib
 from pathlib import Path
 
 from orchestrator.builders.cmake_steps import define_value
@@ -15,7 +15,8 @@ from orchestrator.errors import UserError
 from orchestrator.fs import write_atomic
 from orchestrator.model.pytorch_options import PyTorchOptions
 from orchestrator.read_trace import stat_sig
-from orchestrator.sources.tree_version import tree_version
+from orchestrator.sources.skbuild_settings import STATE, SkbuildConfig, read_skbuild, version_in
+from orchestrator.sources.tree_version import read_pyproject, tree_version
 
 TRUE_FLAGS = ("ON", "1", "YES", "TRUE", "Y")
 FALSE_FLAGS = ("OFF", "0", "NO", "FALSE", "N")
@@ -35,13 +36,29 @@ PASSED_ENV = (
 DRIVER_OWNED = ("CMAKE_INSTALL_PREFIX",)
 
 
-def skbuild_defines(src: Path) -> dict[str, str]:
-    """[tool.scikit-build] cmake.define of a scikit-build-core pyproject."""
-    data = tomllib.loads((src / "pyproject.toml").read_text())
-    sk = data.get("tool", {}).get("scikit-build", {})
-    defines = sk.get("cmake", {}).get("define", {}) or sk.get("cmake.define", {})
-    return {k: define_value(v) if isinstance(v, (bool, int, str)) else str(v)
-            for k, v in defines.items()}
+def frontend_of(ctx: BuildContext, driver: str, env: dict[str, str]) -> SkbuildConfig | None:
+    """A scikit-build-core tree's [tool.scikit-build], resolved for this build's environment
+    as the recipe lock's pypi:scikit-build-core (else the one the reader follows) would."""
+    if driver != "scikit-build-core":
+        return None
+    return read_skbuild(ctx.source_dir, read_pyproject(ctx.source_dir), env,
+                        version_in(ctx.plan.lock))
+
+
+def skbuild_cache(ctx: BuildContext, opts: PyTorchOptions, py: dict[str, str],
+                  frontend: SkbuildConfig) -> dict[str, str]:
+    """What scikit-build-core itself puts in the cache besides cmake.define (its SKBUILD_*
+    and FindPython hints), for a tree whose CMakeLists.txt reads them."""
+    project = read_pyproject(ctx.source_dir).get("project", {})
+    release = torch_version(ctx, opts).split("+")[0]
+    out = {"SKBUILD": "2", "SKBUILD_CORE_VERSION": frontend.read_as, "SKBUILD_STATE": STATE,
+           "SKBUILD_PROJECT_VERSION": ".".join(re.findall(r"\d+", release)[:4])}
+    if isinstance(project, dict) and project.get("name"):
+        out["SKBUILD_PROJECT_NAME"] = re.sub(r"[-.]", "_", str(project["name"]))
+    for prefix in ("Python", "Python3"):
+        out[f"{prefix}_EXECUTABLE"] = str(ctx.toolchain.python)
+        out[f"{prefix}_INCLUDE_DIR"] = py["include"]
+    return out
 
 
 def env_flag(env: dict[str, str], name: str) -> bool:
@@ -163,16 +180,20 @@ def python_facts(python: Path, build_dir: Path) -> dict[str, str]:
 
 
 def pytorch_defines(ctx: BuildContext, opts: PyTorchOptions, env: dict[str, str],
-                    driver: str, py: dict[str, str], linked_source: bool = False) -> dict[str, str]:
+                    frontend: SkbuildConfig | None, py: dict[str, str],
+                    linked_source: bool = False) -> dict[str, str]:
     """The -D list PyTorch's driver would pass, then the recipe's explicit defines.
-    linked_source: the tree is configured through <build tree>/.orch-src (its prefix maps
-    come after the source's, as in cmake_steps.configure)."""
+    setup.py (frontend None): the recipe's env (BUILD_*/USE_*/CMAKE_*), then what setup.py
+    hard-codes. scikit-build-core: its own cache entries and setup.py's hard-codes as
+    defaults, then the tree's cmake.define, then the recipe's env; the variant's build type
+    either way. linked_source: the tree is configured through <build tree>/.orch-src (its
+    prefix maps come after the source's, as in cmake_steps.configure)."""
     defines: dict[str, str] = {}
-    if driver == "scikit-build-core":
-        defines.update(skbuild_defines(ctx.source_dir))
-    defines.update(defines_from_env(env))
+    if frontend is not None:
+        defines.update(skbuild_cache(ctx, opts, py, frontend))
+    else:
+        defines.update(defines_from_env(env))
     defines.update({
-        "CMAKE_BUILD_TYPE": build_type_from_env(env),
         "BUILD_PYTHON": "True",
         "BUILD_TEST": "True" if env_flag(env, "BUILD_TEST") else "False",
         "USE_NUMPY": "True" if py["numpy_include"] and not env.get("USE_NUMPY", "1").upper()
@@ -182,6 +203,10 @@ def pytorch_defines(ctx: BuildContext, opts: PyTorchOptions, env: dict[str, str]
         "TORCH_BUILD_VERSION": torch_version(ctx, opts),
         "CMAKE_PREFIX_PATH": ";".join(p for p in (py["purelib"], env.get("CMAKE_PREFIX_PATH")) if p),
     })
+    if frontend is not None:
+        defines.update(frontend.defines)
+        defines.update(defines_from_env(env))
+    defines["CMAKE_BUILD_TYPE"] = build_type_from_env(env)
     if py["numpy_include"]:
         defines["NUMPY_INCLUDE_DIR"] = py["numpy_include"]
     link = source_link_flags(ctx.build_dir / SOURCE_LINK, ctx.logical_source) if linked_source else []

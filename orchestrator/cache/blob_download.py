@@ -129,6 +129,7 @@ class _Source:
         self.limit = limit
         self.where = where
         self.ended = False
+        self.head = b""  # the first chunk's start: the frame header (its declared size)
 
     def read(self, n: int = -1) -> bytes | memoryview:
         if not self.pending:
@@ -136,6 +137,8 @@ class _Source:
             if nxt is None:
                 self.ended = True
                 return b""
+            if not self.wire:
+                self.head = bytes(nxt[:32])
             self.wire += len(nxt)
             if self.wire > self.limit:
                 raise CacheError(f"refused {self.where}: far more compressed data than its "
@@ -146,7 +149,17 @@ class _Source:
         return out
 
 
-def truncated(where: str, got: int, size: int) -> str:
+def truncated(where: str, got: int, size: int, head: bytes | memoryview = b"") -> str:
+    """A stream that ended cleanly with other than `size` bytes. Its frame header says which:
+    a frame that declares another size is whole zstd data of other content (a replaced blob:
+    a hash mismatch); one that declares `size` was cut short (an incomplete copy)."""
+    try:
+        declared = zstandard.frame_content_size(bytes(head[:32]))
+    except zstandard.ZstdError:
+        declared = -1
+    if declared >= 0 and declared != size:
+        return (f"refused {where}: content hash mismatch (the blob holds {declared} bytes of "
+                f"other content, the record {size}: tampered or replaced blob)")
     return (f"refused {where}: truncated blob ({got} of {size} bytes decompressed; the cache "
             "holds an incomplete copy: push the artifact again)")
 
@@ -182,9 +195,10 @@ def _bounded(raw: bytes | memoryview, size: int, where: str) -> bytearray:
     except zstandard.ZstdError as e:
         raise CacheError(f"refused {where}: not valid zstd data ({e})") from None
     if len(data) > size:
-        raise CacheError(f"refused {where}: more data than the record's {size} bytes")
+        raise CacheError(f"refused {where}: content hash mismatch (more data than the "
+                         f"record's {size} bytes)")
     if len(data) != size:  # the stream ended cleanly: the cache's copy itself is short
-        raise CacheError(truncated(where, len(data), size))
+        raise CacheError(truncated(where, len(data), size, raw))
     return data
 
 
@@ -272,8 +286,8 @@ def fetch_blob(backend: Backend, sha256: str, size: int, dest: Path, meter: Byte
                     written += n
                     if written > size:
                         writer.free.put(buf)
-                        raise CacheError(f"refused {where}: more data than the record's "
-                                         f"{size} bytes")
+                        raise CacheError(f"refused {where}: content hash mismatch (more "
+                                         f"data than the record's {size} bytes)")
                     writer.put(buf, n)
             finally:
                 chunks.close()
@@ -284,7 +298,7 @@ def fetch_blob(backend: Backend, sha256: str, size: int, dest: Path, meter: Byte
         raise CacheError(f"cannot write to the store: {writer.error.strerror} ({dest})")
     if written != size:
         if source.ended:  # the stream ended cleanly: the cache's copy itself is short
-            raise CacheError(truncated(where, written, size))
+            raise CacheError(truncated(where, written, size, source.head))
         raise TransferInterrupted(f"refused {where}: transfer cut short ({written} of {size} "
                                   "bytes)")
     if writer.hash.hexdigest() != sha256:

@@ -16,7 +16,7 @@ class FileBackend:
         parsed = urlparse(url)
         if parsed.netloc not in ("", "localhost") or not parsed.path.startswith("/"):
             raise CacheError(f"cache URL {url!r}: use file:///absolute/path")
-        self.url = url
+        self.url = url if url.endswith("/") else url + "/"  # as the HTTP backend: url + key
         self.root = Path(unquote(parsed.path))
 
     def _path(self, key: str) -> Path:

@@ -24,7 +24,7 @@ from orchestrator.cache.pull import assemble, first_delivering, parse_signed, tr
 from orchestrator.cache.signing import TrustedKeys
 from orchestrator.cache.toolchain_record import ToolchainRecord, toolchain_record_key
 from orchestrator.cache.transfer import TransferStats
-from orchestrator.console import console
+from orchestrator.console import console, working
 from orchestrator.fs import remove_tree, temp_in
 from orchestrator.hashing import remember_sha256, sha256_bytes
 from orchestrator.model.lock import Lock, PythonEntry
@@ -96,8 +96,9 @@ def pull_toolchain_record(record: ToolchainRecord, lock: Lock, store: Store, bac
     try:
         assemble(record.files, f"pull toolchain {record.hash[:12]}", store, backend, tmp, jobs,
                  stats)
-        entries = _write_manifest(tmp, record, _relocate(tmp, record, final, where))
-        found = tree_manifest.full_check(tmp, entries, FILES_MANIFEST)
+        with working(f"pull toolchain {record.hash[:12]}: relocating and re-hashing its files"):
+            entries = _write_manifest(tmp, record, _relocate(tmp, record, final, where))
+            found = tree_manifest.full_check(tmp, entries, FILES_MANIFEST)
         if found:
             raise CacheError(f"refused {where}: after assembly {found.first()}")
         try:

@@ -22,6 +22,7 @@ from orchestrator.cache.signing import SecretKey
 from orchestrator.cache.toolchain_record import (ToolchainRecord, ToolchainSummary,
                                                  toolchain_record_key)
 from orchestrator.cache.transfer import TransferStats
+from orchestrator.console import working
 from orchestrator.hashing import pretty_json
 from orchestrator.model.cache_record import Signature
 from orchestrator.model.lock import Lock, PythonEntry
@@ -111,7 +112,8 @@ def push_toolchain(root: Path, lock: Lock, config: CacheConfig, key: SecretKey,
     if not target:
         raise CacheError("no cache to push to: set push (or substituters) in cache.toml")
     start = time.monotonic()
-    record = signed_toolchain_record(root, lock, key)
+    with working(f"push toolchain {root.name[:12]}: checking its files"):
+        record = signed_toolchain_record(root, lock, key)
     backend = open_backend(target, config)
     try:
         blobs = [(sha, f.size, root / f.path) for sha, f in record.blobs().items()]

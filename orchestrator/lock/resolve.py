@@ -10,24 +10,35 @@ from pathlib import Path
 
 from orchestrator.errors import UserError
 from orchestrator.hashing import sha256_file
-from orchestrator.lock.files import load_spec
+from orchestrator.lock.files import load_spec, lock_path
 from orchestrator.lock.probe import is_script, probe_compiler, probe_python, probe_syspkg
 from orchestrator.model.lock import CondaEntry, DebEntry, Lock, LockEntry, PypiEntry
 from orchestrator.platform_facts import platform_facts
 
 
-def resolve_pypi(interpreter: str, requirements: list[str]) -> list[PypiEntry]:
-    """Ask pip (of a throwaway venv of the locked interpreter) what it would install."""
+def resolve_pypi(interpreter: str, requirements: list[str],
+                 preferred: dict[str, str] | None = None) -> list[PypiEntry]:
+    """Ask pip (of a throwaway venv of the locked interpreter) what it would install.
+    preferred (name -> version, the lock's as it is): kept where the requirements still
+    allow them (pip constraints), as `uv lock` keeps a lock's versions; an index that gained
+    a release changes nothing until `doit lock upgrade=1`. Requirements that no longer allow
+    them resolve afresh."""
     if not requirements:
         return []
     with tempfile.TemporaryDirectory(prefix="orch-lock-") as tmp:
         venv = Path(tmp) / "venv"
         subprocess.run([interpreter, "-m", "venv", str(venv)], check=True)
         report = Path(tmp) / "report.json"
-        res = subprocess.run(
-            [str(venv / "bin" / "python"), "-m", "pip", "install", "--dry-run", "--ignore-installed",
-             "--quiet", "--only-binary=:all:", "--report", str(report), *requirements],
-            capture_output=True, text=True)
+        argv = [str(venv / "bin" / "python"), "-m", "pip", "install", "--dry-run",
+                "--ignore-installed", "--quiet", "--only-binary=:all:", "--report", str(report)]
+        res = None
+        if preferred:
+            pins = Path(tmp) / "locked-versions.txt"
+            pins.write_text("".join(f"{n}=={v}\n" for n, v in sorted(preferred.items())))
+            res = subprocess.run([*argv, "-c", str(pins), *requirements],
+                                 capture_output=True, text=True)
+        if res is None or res.returncode != 0:
+            res = subprocess.run([*argv, *requirements], capture_output=True, text=True)
         if res.returncode != 0:
             last = (res.stderr.strip().splitlines() or ["pip failed"])[-1]
             raise UserError(f"pip could not resolve the [pypi] requirements: {last}")
@@ -108,12 +119,24 @@ def resolve_conda(lockfile: Path, platform: str) -> list[CondaEntry]:
     return out
 
 
-def resolve_lock(locks_dir: Path, name: str) -> Lock:
+def locked_versions(locks_dir: Path, name: str) -> dict[str, str]:
+    """The pypi versions locks/<name>.lock.json pins now, whether or not its spec changed
+    since ({} when there is none or it does not parse: resolved afresh)."""
+    try:
+        entries = json.loads(lock_path(locks_dir, name).read_text())["entries"]
+        pins = [PypiEntry.model_validate(e) for e in entries.values() if e.get("kind") == "pypi"]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+    return {e.name: e.version for e in pins}
+
+
+def resolve_lock(locks_dir: Path, name: str, upgrade: bool = False) -> Lock:
     spec, spec_sha = load_spec(locks_dir, name)
     entries: list[LockEntry] = []
     py = probe_python(spec.python.interpreter)
     entries.append(py)
-    entries += resolve_pypi(py.path, spec.pypi.requirements)
+    preferred = {} if upgrade else locked_versions(locks_dir, name)
+    entries += resolve_pypi(py.path, spec.pypi.requirements, preferred)
     entries += resolve_debs(spec.deb.packages, spec.deb.exclude)
     for cname, command in sorted(spec.compilers.items()):
         entry = probe_compiler(cname, command, pin_programs=True)
@@ -135,9 +158,9 @@ def resolve_lock(locks_dir: Path, name: str) -> Lock:
     return Lock(name=name, spec_sha256=spec_sha, platform=platform_facts(), entries=keyed)
 
 
-def lock_all(locks_dir: Path, only: str | None = None) -> list[Lock]:
+def lock_all(locks_dir: Path, only: str | None = None, upgrade: bool = False) -> list[Lock]:
     names = [only] if only else sorted(p.name[:-len(".toml")] for p in locks_dir.glob("*.toml"))
-    return [resolve_lock(locks_dir, n) for n in names]
+    return [resolve_lock(locks_dir, n, upgrade) for n in names]
 
 
 

@@ -8,11 +8,42 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler,
+                      model_serializer)
 
 from orchestrator.hashing import digest_of
 
 SHA256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+
+def _pep440(v: str) -> str:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        Version(v)
+    except InvalidVersion:
+        raise ValueError(f"{v[:60]!r} is not a PEP 440 version") from None
+    if v != v.strip():
+        raise ValueError(f"{v[:60]!r} is not a PEP 440 version")
+    return v
+
+
+def _absolute_path(v: str) -> str:
+    parts = v.split("/")
+    if not v.startswith("/") or ".." in parts or any(ord(c) < 32 for c in v):
+        raise ValueError(f"{v[:80]!r} must be an absolute path without '..' or control characters")
+    return v
+
+
+# Every field below reaches a command line (pip's requirements, apt, dpkg) or a path: each is
+# checked to its type, so no value can become an option or leave its directory.
+PEP440 = Annotated[str, Field(max_length=100), AfterValidator(_pep440)]
+PYPI_NAME = Annotated[str, Field(pattern=r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,200}[A-Za-z0-9])?$")]
+DEB_NAME = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9+.-]{0,200}$")]
+DEB_VERSION = Annotated[str, Field(pattern=r"^[0-9][A-Za-z0-9.+~:-]{0,200}$")]
+ARCH = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,40}$")]
+FILE_NAME = Annotated[str, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9._+%~-]{0,250}$")]
+ABS_PATH = Annotated[str, Field(max_length=4096), AfterValidator(_absolute_path)]
 
 
 class _Entry(BaseModel):
@@ -30,8 +61,8 @@ class _Entry(BaseModel):
 class PythonEntry(_Entry):
     """The system interpreter the build venv is made from (never conda's: static libpython)."""
     kind: Literal["python"] = "python"
-    path: str
-    version: str
+    path: ABS_PATH
+    version: PEP440
     soabi: str
     ext_suffix: str
     sha256: SHA256
@@ -44,23 +75,25 @@ class PythonEntry(_Entry):
 
 class PypiEntry(_Entry):
     kind: Literal["pypi"] = "pypi"
-    version: str
-    filename: str
+    name: PYPI_NAME
+    version: PEP440
+    filename: FILE_NAME
     sha256: SHA256
 
 
 class DebEntry(_Entry):
     kind: Literal["deb"] = "deb"
-    version: str
-    arch: str
+    name: DEB_NAME
+    version: DEB_VERSION
+    arch: ARCH
     sha256: SHA256
-    filename: str
+    filename: FILE_NAME
 
 
 class ProgramPin(BaseModel):
     """A program a compiler driver runs (cc1plus, as, ld), pinned by content."""
     model_config = ConfigDict(extra="forbid", frozen=True)
-    path: str
+    path: ABS_PATH
     sha256: SHA256
 
 
@@ -70,7 +103,7 @@ class CompilerEntry(_Entry):
     `programs` pins what the driver runs (`-print-prog-name`: cc1/cc1plus, as, ld); entries
     written before it existed have none, and dump exactly as they did (same digests)."""
     kind: Literal["compiler"] = "compiler"
-    path: str
+    path: ABS_PATH
     version: str
     sha256: SHA256
     programs: dict[str, ProgramPin] | None = None
@@ -86,8 +119,9 @@ class CompilerEntry(_Entry):
 class SystemPackageEntry(_Entry):
     """A Debian package the build links against from the system (checked, not fetched)."""
     kind: Literal["syspkg"] = "syspkg"
-    version: str
-    arch: str
+    name: DEB_NAME
+    version: DEB_VERSION
+    arch: ARCH
 
 
 class CondaEntry(_Entry):
@@ -103,7 +137,7 @@ class CondaEntry(_Entry):
 class TorchAbiEntry(_Entry):
     """Facts read from the locked torch wheel that builds against it must match."""
     kind: Literal["torch"] = "torch"
-    version: str
+    version: PEP440
     cxx11_abi: bool
 
 

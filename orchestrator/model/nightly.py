@@ -24,6 +24,15 @@ class MatrixEntry(BaseModel):
     # Branch tracking (git sources only): build the head of this branch at run time instead of
     # the commit pinned in locks/git-sources.json; the report records the commit built.
     track: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$")
+    # Performance tracking: this command (argv, no shell) runs in the cell's artifact's own
+    # environment (doit run's), bench_rounds times after a warm-up, pinned to one CPU; its
+    # samples are kept per night and a night slower than the previous one beyond noise is
+    # flagged. bench_metric: read this number from its last JSON line (else its wall time).
+    bench: list[ArgStr] = []
+    bench_metric: str = Field(default="", pattern=r"^[A-Za-z0-9_.-]{0,100}$")
+    bench_rounds: int = Field(default=7, ge=2, le=1000)
+    # Flag on the interval alone although the machine was busy (a shared CI runner always is).
+    bench_allow_noisy: bool = False
 
     @field_validator("smoke")
     @classmethod

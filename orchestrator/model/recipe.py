@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -81,6 +81,19 @@ class OutputSpec(_Strict):
     bin: list[str] = ["bin"]
     python: list[str] = ["python"]
 
+    @field_validator("lib", "bin", "python")
+    @classmethod
+    def _inside_the_prefix(cls, v: list[str], info: Any) -> list[str]:
+        """Each a directory of the prefix: "." or a plain relative path (env.sh puts
+        <profile>/prefix/<it> on the search paths; '..' would leave the store entry)."""
+        for d in v:
+            parts = d.split("/")
+            if d != "." and any(p in ("", ".", "..") for p in parts) \
+                    or not re.fullmatch(r"[A-Za-z0-9_.+/-]{1,200}", d):
+                raise ValueError(f"outputs.{info.field_name} {d[:60]!r} must be a plain relative "
+                                 "path inside the prefix (letters, digits, . _ + - /)")
+        return v
+
 
 class Recipe(_Strict):
     name: str = Field(pattern=NAME_RE)
@@ -126,7 +139,9 @@ class ResolvedVariant(_Strict):
 def resolve_variant(recipe: Recipe, variant: str, *, where: str) -> ResolvedVariant:
     if variant not in recipe.variants:
         known = ", ".join(sorted(recipe.variants))
-        raise UserError(f"{where}: unknown variant {variant!r}; this recipe has: {known}")
+        same = [v for v in recipe.variants if v.lower() == variant.lower()]  # names are exact
+        hint = f" (did you mean variant={same[0]}?)" if same else ""
+        raise UserError(f"{where}: unknown variant {variant!r}{hint}; this recipe has: {known}")
     v = recipe.variants[variant]
     return ResolvedVariant(
         name=variant,
@@ -147,7 +162,10 @@ def describe_validation_error(err: ValidationError) -> str:
 
 def recipe_path(recipes_dir: Path, name: str) -> Path:
     if not re.match(NAME_RE, name):
-        raise UserError(f"recipe name {name!r} is not valid: use lower-case letters, digits, '-', '_'")
+        known = {p.stem for p in recipes_dir.glob("*.toml")}
+        hint = f"; did you mean recipe={name.lower()}?" if name.lower() in known else ""
+        raise UserError(f"recipe name {name!r} is not valid: use lower-case letters, digits, "
+                        f"'-', '_'{hint}")
     path = recipes_dir / f"{name}.toml"
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in recipes_dir.glob("*.toml"))) or "none"

@@ -15,6 +15,7 @@ from typing import Any
 from orchestrator.console import console
 from orchestrator.fs import remove_tree
 from orchestrator.hashing import digest_of
+from orchestrator.lock.files import load_lock
 from orchestrator.model.recipe import Recipe
 from orchestrator.model.source_archive import ArchiveSource
 from orchestrator.settings import Settings
@@ -23,7 +24,8 @@ from orchestrator.sources.checkout import checkout_dir, checkout_ignore, prepare
 from orchestrator.sources.patches import (apply_overlays, apply_patch, patch_identity, patch_paths,
                                           patched_copy)
 from orchestrator.sources.prepared import TREE_STAMP, PreparedSource, stat_cache
-from orchestrator.sources.tree_version import tree_version
+from orchestrator.sources.skbuild_settings import static_check, version_in
+from orchestrator.sources.tree_version import detect_driver, read_pyproject, tree_version
 from orchestrator.store import Store
 
 
@@ -74,7 +76,11 @@ def prepare_archive_source(settings: Settings, recipe: Recipe, spec: ArchiveSour
     raw = settings.vars.get("source")
     if raw:
         if recipe.build.system == "pytorch":  # an unsupported tree: one line, before any work
-            tree_version(checkout_dir(raw), f"source={raw}")
+            tree = checkout_dir(raw)
+            tree_version(tree, f"source={raw}")
+            if detect_driver(tree) == "scikit-build-core":  # before the checkout is copied
+                static_check(tree, read_pyproject(tree),
+                             version_in(load_lock(settings.locks_dir, recipe.lock)))
         prepared = prepare_checkout(raw, store)
         if spec.patch_checkouts and (spec.overlays or spec.patches):
             return patched_checkout(settings, recipe, spec, prepared, store)

@@ -30,7 +30,7 @@ def archive_dirs(store: Store) -> list[Path]:
     return [*dirs, USER_ARCHIVES.expanduser(), store.root / "archives"]
 
 
-def _check_sha(path: Path, archive: Archive, cache: StatCache | None) -> None:
+def check_pinned_digest(path: Path, archive: Archive, cache: StatCache | None) -> None:
     found = cache.sha256(path) if cache else sha256_file(path)
     if found != archive.sha256:
         raise UserError(f"archive {path}: sha256 is {found}, the recipe pins {archive.sha256}; "
@@ -96,9 +96,15 @@ def obtain_archive(archive: Archive, store: Store, cache: StatCache | None = Non
     for d in archive_dirs(store):
         p = d / archive.file
         if p.is_file():
-            _check_sha(p, archive, cache)
+            check_pinned_digest(p, archive, cache)
             return p
-    dest_dir = store.root / "archives"
+    return fetch_into(archive, store.root / "archives", store, cache)
+
+
+def fetch_into(archive: Archive, dest_dir: Path, store: Store,
+               cache: StatCache | None = None) -> Path:
+    """Fetch the archive as its recipe says into dest_dir (unless already there), sha-checked;
+    `store` gives the lock and the temp space."""
     dest_dir.mkdir(parents=True, exist_ok=True)
     with store.lock(f"archive-{archive.sha256[:16]}"):
         dest = dest_dir / archive.file
@@ -115,7 +121,7 @@ def obtain_archive(archive: Archive, store: Store, cache: StatCache | None = Non
                                 "recipe gives no fetch; put it in one of those directories or add "
                                 f"yours to ${ARCHIVES_ENV} (':'-separated)")
         try:
-            _check_sha(dest, archive, cache)
+            check_pinned_digest(dest, archive, cache)
         except UserError:
             dest.unlink()
             raise

@@ -32,8 +32,10 @@ from orchestrator.store import Store
 GIT_LOCK = "git-sources.json"
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
 # Local bare repositories (file://) are allowed as submodule sources too: tests, mirrors.
-GIT = ["git", "-c", "protocol.file.allow=always", "-c", "advice.detachedHead=false",
-       "-c", "init.defaultBranch=main"]
+# Never a transport that runs a command (ext::), whatever a URL or a .gitmodules says. Every
+# user-supplied argument comes after `--` or `--end-of-options`: never an option to git.
+GIT = ["git", "-c", "protocol.file.allow=always", "-c", "protocol.ext.allow=never",
+       "-c", "advice.detachedHead=false", "-c", "init.defaultBranch=main"]
 
 
 def _git(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -61,7 +63,7 @@ def cache_repo(store: Store, url: str) -> Path:
 
 
 def fetch_all(repo: Path, url: str, where: str) -> None:
-    res = _git("--git-dir", repo, "fetch", "--quiet", "--prune", "--tags", url,
+    res = _git("--git-dir", repo, "fetch", "--quiet", "--prune", "--tags", "--", url,
                "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
     if res.returncode != 0:
         last = (res.stderr.strip().splitlines() or ["no output"])[-1]
@@ -69,7 +71,8 @@ def fetch_all(repo: Path, url: str, where: str) -> None:
 
 
 def resolve_rev(repo: Path, rev: str) -> str | None:
-    res = _git("--git-dir", repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    res = _git("--git-dir", repo, "rev-parse", "--verify", "--quiet", "--end-of-options",
+               f"{rev}^{{commit}}")
     return res.stdout.strip() if res.returncode == 0 else None
 
 
@@ -81,12 +84,13 @@ def lock_entry(store: Store, recipe: str, spec: GitSource) -> dict[str, Any]:
         fetch_all(repo, spec.url, where)
         commit = resolve_rev(repo, spec.rev)
         if commit is None and HEX40.match(spec.rev):  # an unadvertised commit: ask for it
-            _git("--git-dir", repo, "fetch", "--quiet", spec.url, spec.rev)
+            _git("--git-dir", repo, "fetch", "--quiet", "--", spec.url, spec.rev)
             commit = resolve_rev(repo, spec.rev)
     if commit is None:
         raise UserError(f"{where}: source.rev {spec.rev!r} is not a branch, tag or commit of "
                         f"{spec.url}; fix source.rev")
-    tree = _must(_git("--git-dir", repo, "rev-parse", f"{commit}^{{tree}}"), "git rev-parse")
+    tree = _must(_git("--git-dir", repo, "rev-parse", "--verify", "--end-of-options",
+                      f"{commit}^{{tree}}"), "git rev-parse")
     return {"url": spec.url, "rev": spec.rev, "commit": commit, "tree": tree,
             "submodules": spec.submodules}
 
@@ -105,24 +109,34 @@ def read_git_lock(settings: Settings) -> dict[str, dict[str, Any]]:
         raise UserError(f"{p} is not valid JSON; run `doit lock` to rewrite it") from None
 
 
-def lock_git_sources(settings: Settings, store: Store) -> Path | None:
-    """`doit lock`: pin every git recipe's rev; write locks/git-sources.json when it changes."""
-    entries: dict[str, dict[str, Any]] = {}
+def git_recipes(settings: Settings) -> dict[str, GitSource]:
+    """Every recipe's git source, each recipe read and validated: an invalid recipe is
+    UserError (exit 2) on every lock path, before anything is resolved or written."""
+    out: dict[str, GitSource] = {}
     for path in sorted(settings.recipes_dir.glob("*.toml")):
-        try:
-            recipe = load_recipe(settings.recipes_dir, path.stem)
-        except UserError:
-            continue  # a broken recipe is reported when it is used, not by `doit lock`
+        recipe = load_recipe(settings.recipes_dir, path.stem)
         if isinstance(recipe.source, GitSource):
-            entries[recipe.name] = lock_entry(store, recipe.name, recipe.source)
+            out[recipe.name] = recipe.source
+    return out
+
+
+def lock_git_sources(settings: Settings, store: Store,
+                     recipes: dict[str, GitSource] | None = None, check: bool = False) -> str | None:
+    """`doit lock`: pin every git recipe's rev; write locks/git-sources.json when it changes
+    (check: write nothing). What changed (None: nothing)."""
+    found = git_recipes(settings) if recipes is None else recipes
+    entries = {name: lock_entry(store, name, spec) for name, spec in found.items()}
     p = lock_path(settings)
     if not entries and not p.is_file():
         return None
     text = pretty_json({"schema": 1, "sources": entries})
     if not p.is_file() or p.read_text() != text:
+        if check:
+            console.print(f"{p}: would change", markup=False)
+            return f"{GIT_LOCK}"
         write_atomic(p, text)
         console.print(f"{p}: written ({len(entries)} git sources)")
-    return p
+    return None
 
 
 def locked(settings: Settings, recipe: Recipe, spec: GitSource) -> dict[str, Any]:
@@ -132,6 +146,9 @@ def locked(settings: Settings, recipe: Recipe, spec: GitSource) -> dict[str, Any
     if entry is None or entry.get("url") != spec.url or entry.get("rev") != spec.rev:
         raise UserError(f"recipes/{recipe.name}.toml: source (git {spec.url} {spec.rev}) is not "
                         f"pinned in locks/{GIT_LOCK}; run `doit lock`")
+    if not all(isinstance(entry.get(k), str) and HEX40.match(entry[k]) for k in ("commit", "tree")):
+        raise UserError(f"locks/{GIT_LOCK}: {recipe.name}: commit and tree must be 40 hex "
+                        "digits; run `doit lock` to rewrite it")
     return entry
 
 
@@ -148,22 +165,23 @@ def checkout(store: Store, spec: GitSource, entry: dict[str, Any], where: str) -
         if resolve_rev(repo, entry["commit"]) is None:
             fetch_all(repo, spec.url, where)
             if resolve_rev(repo, entry["commit"]) is None:
-                _git("--git-dir", repo, "fetch", "--quiet", spec.url, entry["commit"])
+                _git("--git-dir", repo, "fetch", "--quiet", "--", spec.url, entry["commit"])
         if resolve_rev(repo, entry["commit"]) is None:
             raise UserError(f"{where}: the locked commit {entry['commit'][:12]} is no longer in "
                             f"{spec.url}; run `doit lock` to pin the rev again")
         with console.status(f"checking out {spec.url} {entry['commit'][:12]}"), \
                 store.staging(f"source-git-{tree[:16]}") as tmp:
             work = tmp / "tree"
-            _must(_git("clone", "--quiet", "--no-checkout", "--shared", repo, work), "git clone")
-            _must(_git("checkout", "--quiet", "--detach", entry["commit"], cwd=work), "git checkout")
+            _must(_git("clone", "--quiet", "--no-checkout", "--shared", "--", repo, work), "git clone")
+            _must(_git("checkout", "--quiet", "--detach", entry["commit"], "--", cwd=work),
+                  "git checkout")  # (checkout takes no --end-of-options; the commit is hex)
             got = _must(_git("rev-parse", "HEAD^{tree}", cwd=work), "git rev-parse")
             if got != tree:
                 raise UserError(f"{where}: {entry['commit'][:12]} has tree {got[:12]}, the lock "
                                 f"says {tree[:12]}; run `doit lock`")
             if spec.submodules:
                 # Relative submodule URLs resolve against the real remote, not the cache.
-                _must(_git("remote", "set-url", "origin", spec.url, cwd=work), "git remote")
+                _must(_git("remote", "set-url", "--", "origin", spec.url, cwd=work), "git remote")
                 _must(_git("submodule", "update", "--quiet", "--init", "--recursive", cwd=work),
                       f"{where}: source.submodules: git submodule update")
             _strip_git(work)

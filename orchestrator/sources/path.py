@@ -6,10 +6,11 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import UserError
-from orchestrator.hashing import tree_digest
+from orchestrator.hashing import tree_items
 from orchestrator.model.recipe import PathSource, Recipe
 from orchestrator.read_trace import recorded
 from orchestrator.settings import Settings
+from orchestrator.sources.listing import keep_listing
 from orchestrator.sources.patches import patch_identity, patch_paths, patched_copy
 from orchestrator.sources.prepared import IGNORED_DIRS, IGNORED_FILES, PreparedSource, stat_cache
 from orchestrator.store import Store
@@ -28,7 +29,8 @@ def prepare_path_source(settings: Settings, recipe: Recipe, spec: PathSource,
     cache = stat_cache(store)
     # A plan memo computes it again (through the stat cache) instead of noting the files.
     digest = recorded("tree", [str(src), list(IGNORED_DIRS), list(IGNORED_FILES)],
-                      lambda: tree_digest(src, cache, IGNORED_DIRS, IGNORED_FILES))
+                      lambda: keep_listing(store.root, tree_items(src, cache, IGNORED_DIRS,
+                                                                  IGNORED_FILES)))
     cache.save()
     identity: dict[str, Any] = {"kind": "path", "tree_sha256": digest}
     if spec.patches:  # a patched copy under the store; the directory itself stays as it is

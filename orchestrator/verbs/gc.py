@@ -2,16 +2,20 @@
 sources) and trim the compile cache; dry_run=1 shows it and deletes nothing."""
 from __future__ import annotations
 
-from orchestrator import store_usage
+import os
+from pathlib import Path
+
+from orchestrator import cli_vars, fault_point, roots_lock, store_usage
 from orchestrator.builders.compile_cache import gc as compile_cache_gc
+from orchestrator.console import working
 from orchestrator.errors import UserError
 from orchestrator.settings import Settings
 from orchestrator.store import Store
-from orchestrator.verbs.output import emit, mb
+from orchestrator.verbs.output import emit, mb, short_name
 
 
 def cmd_gc(settings: Settings) -> None:
-    raw = settings.vars.get("keep", "1")
+    raw = settings.vars.get("keep", cli_vars.VARS["keep"].default)
     try:
         keep = int(raw)
         if keep < 0:
@@ -21,20 +25,36 @@ def cmd_gc(settings: Settings) -> None:
     dry_run = settings.flag("dry_run")
     ccache_max, ccache_older = compile_cache_gc.trim_request(settings.vars)
     store = Store(settings.store_root)
-    doomed, notes = store_usage.gc_plan(settings, store, keep)
-    freed = store_usage.freed_bytes(d.path for d in doomed)
+    with roots_lock.holding(store.root, exclusive=True):  # no commit or link meanwhile
+        with working("gc: what no kept generation needs, and its size"):
+            need = store_usage.needed(settings, store, keep)
+            doomed, notes = store_usage.gc_plan(settings, store, keep, need)
+            freed = store_usage.freed_bytes(d.path for d in doomed)
+        fault_point.pause("gc-planned")
+        gone = {d.path for d in doomed}
+        kept = [{"kind": "artifact", "path": str(a),
+                 "roots": need.kept_by.get(Path(os.path.realpath(a)), [])}
+                for a in store.artifacts() if a not in gone]
+        if not dry_run:
+            with working(f"gc: deleting {len(doomed)} entries"):
+                store_usage.apply(store, doomed)
     verb = "would delete" if dry_run else "deleted"
     if not dry_run:
-        store_usage.apply(store, doomed)
-        cache_line = compile_cache_gc.trim(store.root, ccache_max, ccache_older)
+        with working("gc: trimming the compile cache"):
+            cache_line = compile_cache_gc.trim(store.root, ccache_max, ccache_older)
     else:
         cache_line = "compile cache: untouched (dry run)"
     data = {"dry_run": dry_run, "freed_bytes": freed,
             "deleted": [{"kind": d.kind, "path": str(d.path), "why": d.why} for d in doomed],
+            "kept": kept,
             "notes": notes,
             "compile_cache_bytes": compile_cache_gc.local_usage(store.root / "ccache")[0]}
     lines = [f"gc: {verb} {len(doomed)} entries, {mb(freed)} MB"
              + (" would be freed" if dry_run else " freed")]
-    lines += [f"  {d.kind}: {d.path.name} ({d.why})" for d in doomed]
+    lines += [f"  {d.kind}: {short_name(d.path.name)} ({d.why})" for d in doomed]
+    if dry_run:  # what stays, and the root that keeps it
+        lines.append(f"gc: would keep {len(kept)} artifact(s)")
+        lines += [f"  artifact: {short_name(Path(k['path']).name)} (kept by "
+                  f"{'; '.join(k['roots']) or 'no root: in use'})" for k in kept]
     lines += [f"  note: {n}" for n in notes]
     emit(settings, data, "\n".join(lines + [cache_line]))

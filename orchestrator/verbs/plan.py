@@ -12,7 +12,9 @@ from orchestrator.store import Store
 from orchestrator.verbs.output import emit
 
 
-def render_plan(r: dict[str, Any]) -> str:
+def render_plan(r: dict[str, Any], derivation: bool = False) -> str:
+    """The short summary (id, what build would do, the lock entries); derivation=True adds
+    the derivation's JSON, which format=json always carries."""
     doing = {"present": f"present: {r['path']}",
              "substitutable": f"substitutable from {r['substituter']}",
              "build": "build (not in the store, no substituter has it)"}[r["action"]]
@@ -21,8 +23,11 @@ def render_plan(r: dict[str, Any]) -> str:
     lines += [f"    {k:<20} {e['version'] or '':<12} {e['digest'][:16]}"
               for k, e in r["inputs"].items()]
     lines += [f"  warning: {w}" for w in r["warnings"]]
-    lines.append("  derivation:")
-    lines += [f"    {line}" for line in pretty_json(r["derivation"]).splitlines()]
+    if derivation:
+        lines.append("  derivation:")
+        lines += [f"    {line}" for line in pretty_json(r["derivation"]).splitlines()]
+    else:
+        lines.append("  (derivation=1 prints the derivation; format=json the whole plan)")
     return "\n".join(lines)
 
 
@@ -30,5 +35,6 @@ def cmd_plan(settings: Settings) -> dict[str, Any]:
     """Print what recipe/variant/source/targets resolve to, and what build would do."""
     store = Store(settings.store_root)
     report = plan_report(settings, store, make_plan(settings, store))
-    emit(settings, report, render_plan(report) if settings.fmt != "json" else None, markup=False)
+    human = render_plan(report, settings.flag("derivation")) if settings.fmt != "json" else None
+    emit(settings, report, human, markup=False)
     return report

@@ -1,4 +1,5 @@
-"""`doit rollback`: return the workspace's profile to the previous generation."""
+"""`doit rollback`: return the workspace's profile to the previous generation whose artifact
+differs from the active one (generations of the same artifact are skipped, and named)."""
 from __future__ import annotations
 
 from orchestrator.ide.render import refresh_if_managed
@@ -9,8 +10,10 @@ from orchestrator.workspace import Workspace
 
 def cmd_rollback(settings: Settings) -> None:
     ws = Workspace(settings.workspace)
-    gen = ws.rollback()
+    gen, skipped = ws.rollback()
     target = ws.current()
     refresh_if_managed(settings)  # F5 builds/debugs the now-active artifact, not the old one
-    emit(settings, {"generation": gen, "path": str(target)},
-         f"rolled back: {settings.workspace} generation {gen} → {target.name if target else '?'}")
+    same = (f" (skipped generation{'s' if len(skipped) > 1 else ''} "
+            f"{', '.join(map(str, skipped))}: the same artifact as the active one)" if skipped else "")
+    emit(settings, {"generation": gen, "path": str(target), "skipped": skipped},
+         f"rolled back: {settings.workspace} generation {gen} → {target.name if target else '?'}{same}")

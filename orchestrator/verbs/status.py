@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.table import Table
-
 from orchestrator.builders.compile_cache import gc as compile_cache_gc
 from orchestrator.console import console
 from orchestrator.settings import Settings
 from orchestrator.store import Store
 from orchestrator.store_usage import mtime_iso, source_revision, tree_size
-from orchestrator.verbs.output import emit, mb
+from orchestrator.verbs.output import ID_WIDTH, emit, fitted_table, mb, short_name
 from orchestrator.workspace import Workspace
 
 
@@ -59,26 +57,21 @@ def cmd_status(settings: Settings) -> None:
         emit(settings, data)
         return
     a = data["active"]
-    console.print(f"active: {a['recipe']} {a['variant']} {a['id']} ({mb(a['size'])} MB, "
+    console.print(f"active: {a['recipe']} {a['variant']} {a['id'][:ID_WIDTH]} ({mb(a['size'])} MB, "
                   f"generation {data['generation']})" if a else f"active: none in {data['workspace']}")
     if data["generations"]:
         console.print(f"generations of {data['workspace']}:")
-        gt = Table(show_edge=False, box=None, pad_edge=False)
-        for col in ("", "gen", "date", "artifact"):
-            gt.add_column(col, overflow="fold")
-        for g in data["generations"]:
-            gt.add_row("*" if g["current"] else "", str(g["generation"]), g["date"] or "?",
-                       g["artifact"] + ("" if g["present"] else " (deleted)"))
-        console.print(gt)
+        console.print(fitted_table(("", "gen", "date", "artifact"), [
+            ("*" if g["current"] else "", str(g["generation"]), g["date"] or "?",
+             short_name(g["artifact"]) + ("" if g["present"] else " (deleted)"))
+            for g in data["generations"]], elastic=("artifact",)))
     console.print(f"store {data['store']}:")
-    table = Table(show_edge=False, box=None, pad_edge=False)
-    for col in ("", "recipe", "variant", "id", "date", "build s", "source", "MB", "origin"):
-        table.add_column(col, overflow="fold")
-    for r in data["artifacts"]:
-        table.add_row("*" if data["active"] is r else "", r["recipe"], r["variant"], r["id"][:12],
-                      r["date"] or "?", "" if r["build_s"] is None else f"{r['build_s']:.1f}",
-                      r["source"], mb(r["size"]), r["origin"])
-    console.print(table)
+    console.print(fitted_table(
+        ("", "recipe", "variant", "id", "date", "secs", "source", "MB", "origin"),
+        [("*" if data["active"] is r else "", r["recipe"], r["variant"], r["id"][:ID_WIDTH],
+          r["date"] or "?", "" if r["build_s"] is None else f"{r['build_s']:.1f}",
+          r["source"], mb(r["size"]), r["origin"]) for r in data["artifacts"]],
+        elastic=("source",)))
     for t in data["toolchains"]:
         console.print(f"toolchain {t['name'][:12]}: {mb(t['size'])} MB"
                       + (f" (→ {t['link']})" if t["link"] else ""))

@@ -1,7 +1,10 @@
-"""`doit switch`: make recipe/variant the workspace's profile, realising it first if missing."""
+"""`doit switch`: make recipe/variant the workspace's profile, realising it first if missing;
+`doit switch -`: back to the generation that was active before the last switch or rollback."""
 from __future__ import annotations
 
+from orchestrator import fault_point, roots_lock
 from orchestrator.activation import activate
+from orchestrator.errors import UserError
 from orchestrator.ide.render import refresh_if_managed
 from orchestrator.plan_memo import ide_reads, remember, tracing_ide
 from orchestrator.read_trace import stat_sig
@@ -13,13 +16,34 @@ from orchestrator.verbs.output import emit
 from orchestrator.workspace import Workspace
 
 
-def cmd_switch(settings: Settings) -> None:
+def switch_back(settings: Settings) -> None:
+    """`doit switch -`, like `cd -`: the generation active before the last change."""
+    chosen = [n for n in ("recipe", "variant", "source", "targets") if n in settings.vars]
+    if chosen:
+        raise UserError(f"`doit switch -` returns to the previous generation; it does not take "
+                        f"{chosen[0]}= (`doit switch {chosen[0]}=...` without `-`)")
+    ws = Workspace(settings.workspace)
+    gen = ws.switch_back()
+    target = ws.current()
+    refresh_if_managed(settings)
+    emit(settings, {"generation": gen, "changed": True, "path": str(target)},
+         f"switched back: {settings.workspace} generation {gen} → {target.name if target else '?'}")
+
+
+def cmd_switch(settings: Settings, words: list[str] | None = None) -> None:
+    if words:
+        if words != ["-"]:
+            raise UserError(f"`doit switch` takes no word but `-` (got {' '.join(words)!r}); "
+                            "use variant=NAME, or `doit switch -` for the previous generation")
+        return switch_back(settings)
     store = Store(settings.store_root)
-    r = realise(settings, store)
-    # The switch runs nothing from the toolchain: it is linked, its files are not lstat()ed
-    # (toolchain.linked_toolchain); whatever runs a program from it checks them.
-    toolchain = r.toolchain_to_link()
-    gen, changed = activate(Workspace(settings.workspace), store, r, toolchain)
+    with roots_lock.holding(store.root):  # the artifact is a root from commit to link
+        r = realise(settings, store)
+        # The switch runs nothing from the toolchain: it is linked, its files are not
+        # lstat()ed (toolchain.linked_toolchain); whatever runs a program from it checks them.
+        toolchain = r.toolchain_to_link()
+        fault_point.pause("switch-before-link")
+        gen, changed = activate(Workspace(settings.workspace), store, r, toolchain)
     with tracing_ide() as ide:
         written = refresh_if_managed(settings, r.plan, toolchain)  # .vscode/ etc. follow it
     state = "switched" if changed else "already active"

@@ -2,6 +2,7 @@
 the report; `doit verify toolchain=1` re-hashes the materialized toolchain instead."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from pathlib import Path
 
@@ -71,13 +72,15 @@ def cmd_verify(settings: Settings) -> VerifyReport | None:
     store = Store(settings.store_root)
     path, plan = locate(settings, store)
     human = settings.fmt != "json"
-    if human:
-        console.print(f"verify {path.name}: {path}", markup=False, soft_wrap=True)
     # The manifest's hashes key the verdict cache: check_store_entry below re-reads every
     # file, so a file that no longer has its manifest's content fails there.
     manifest = Store.read_manifest(path)
     hashes = {f.path: f.sha256 for f in manifest.files if f.sha256}
-    report = verify_artifact(path, plan, ensure_toolchain(store, plan.lock), hashes)
+    # The report's own title names the artifact: no header line before it (a spinner on a
+    # terminal while it runs).
+    with console.status(f"verify {path.name}") if human and console.is_terminal \
+            else contextlib.nullcontext():
+        report = verify_artifact(path, plan, ensure_toolchain(store, plan.lock), hashes)
     if human:
         console.print(report.render(), markup=False, soft_wrap=True)
     else:

@@ -11,8 +11,9 @@ from typing import Any
 from orchestrator.artifact_ref import find_stored
 from orchestrator.errors import UserError
 from orchestrator.plan import make_plan
-from orchestrator.plan_why import derivation_diff
+from orchestrator.plan_why import Change, derivation_diff
 from orchestrator.settings import Settings
+from orchestrator.sources.listing import TreeChanges, tree_changes
 from orchestrator.store import Store
 from orchestrator.verbs.output import emit
 
@@ -87,10 +88,29 @@ def cmd_why(settings: Settings, ids: list[str]) -> dict[str, Any]:
     variant=release variant2=debug (planned)."""
     planned, a, b = sides_of(settings, ids)
     changes = derivation_diff(a.derivation, b.derivation)
+    lines = [f"{a.name} → {b.name}: " + (f"{len(changes)} difference(s)" if changes
+                                          else "same derivation")]
+    rows = []
+    for c in changes:
+        row, files = asdict(c), source_files(settings, c)
+        lines.append(f"  {c.line()}")
+        if files is not None:
+            row["files"] = asdict(files)
+            lines += [f"    {ln}" for ln in files.lines(FILES_SHOWN)]
+        rows.append(row)
     report = {"a": a.id, "b": b.id, "a_name": a.name, "b_name": b.name,
-              "sides": "planned" if planned else "stored",
-              "changes": [asdict(c) for c in changes]}
-    head = f"{a.name} → {b.name}: " + (f"{len(changes)} difference(s)" if changes
-                                        else "same derivation")
-    emit(settings, report, "\n".join([head, *(f"  {c.line()}" for c in changes)]), markup=False)
+              "sides": "planned" if planned else "stored", "changes": rows}
+    emit(settings, report, "\n".join(lines), markup=False)
     return report
+
+
+FILES_SHOWN = 10  # a changed source tree's files named in the text (format=json: all)
+
+
+def source_files(settings: Settings, change: Change) -> TreeChanges | None:
+    """The files behind a changed source tree digest, when both trees' lists are kept."""
+    if change.op != "~" or not change.path.endswith("tree_sha256"):
+        return None
+    if not (isinstance(change.old, str) and isinstance(change.new, str)):
+        return None
+    return tree_changes(settings.store_root, change.old, change.new)

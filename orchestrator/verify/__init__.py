@@ -56,7 +56,9 @@ def config_for(artifact_dir: Path, plan: "Plan", toolchain: "Toolchain",
         cmake=(recipe.build.system == "cmake" and not plan.variant.targets)
         or (artifact_dir / "meta" / "CMakeCache.txt").is_file(),
         defines=dict(plan.variant.defines),
-        search=SearchConfig(ld_library_path=[str(prefix / d) for d in recipe.outputs.lib]),
+        # No LD_LIBRARY_PATH: .orch/env.sh sets none (it would mix artifacts); every library
+        # must be found through RUNPATH/RPATH, as a process without env.sh finds it.
+        search=SearchConfig(),
         toolchain_dirs=[toolchain.root],
         build_dirs=build_dirs,
         python_dirs=[prefix / d for d in recipe.outputs.python],

@@ -3,7 +3,7 @@
 For a library `L` needed by object `O` (loaded, through a chain, by the executable):
 1. DT_RPATH of `O`, then of each object up the loading chain, unless `O` has DT_RUNPATH
    (RUNPATH drops RPATH); an RPATH of a chain member that itself has RUNPATH is skipped;
-2. LD_LIBRARY_PATH (the profile's, not this process's);
+2. LD_LIBRARY_PATH (SearchConfig's; verify passes none: .orch/env.sh sets none);
 3. DT_RUNPATH of `O` only (it does not propagate to `O`'s dependencies' lookups);
 4. /etc/ld.so.conf and its `include` globs (what ld.so.cache is built from);
 5. the default directories.

@@ -1,0 +1,46 @@
+"""`doit bench`'s work: two artifacts, each in its own environment, measured in interleaved
+rounds on one CPU, summarized (stats), judged (a verdict only on a quiet machine and steady
+runs) and explained (the derivations' differences, doit why's diff)."""
+from __future__ import annotations
+
+import os
+from dataclasses import asdict
+
+from orchestrator.bench.environment import artifact_env
+from orchestrator.bench.noise import read_load
+from orchestrator.bench.rounds import Measure, Run, bench_cpu, measure_sides
+from orchestrator.bench.sides import Side
+from orchestrator.bench.stats import CONFIDENCE, ratio_ci, summarize, unsteady, verdict
+from orchestrator.model.bench import BenchReport, BenchSide, Difference, LoadReading, Noise
+from orchestrator.plan_why import derivation_diff
+
+
+def side_result(side: Side, samples: list[float]) -> BenchSide:
+    s = summarize(samples)
+    return BenchSide(label=side.label, id=side.artifact_id, name=side.name, path=str(side.path),
+                     samples=samples, median=s.median, q1=s.q1, q3=s.q3, iqr=s.iqr, n=s.n)
+
+
+def compare(sides: list[Side], command: list[str], measure: Measure, rounds: int, warmup: int,
+            better: str, allow_noisy: bool) -> BenchReport:
+    runs = [Run(s.label, artifact_env(s, dict(os.environ))) for s in sides]
+    cpu = bench_cpu()
+    before = read_load()
+    order = measure_sides(command, runs, measure, rounds, warmup, cpu)
+    after = read_load()
+    reasons = [*(f"before: {r}" for r in before.reasons()), *(f"after: {r}" for r in after.reasons())]
+    a, b = (summarize(r.samples) for r in runs)
+    ratio = b.median / a.median if a.median > 0 else float("inf")
+    ci = ratio_ci(runs[0].samples, runs[1].samples)
+    judged = verdict(a, b, ci, reasons, allow_noisy, lower_is_better=better == "lower")
+    reasons += unsteady(a, b)
+    return BenchReport(
+        command=command, measure=measure.kind, metric=measure.metric, unit=measure.unit,
+        better=better, cpu=cpu, rounds=rounds, warmup=warmup, order=order,
+        a=side_result(sides[0], runs[0].samples), b=side_result(sides[1], runs[1].samples),
+        ratio=ratio, ci=ci, confidence=CONFIDENCE, verdict=judged.word, why=judged.why,
+        noise=Noise(before=LoadReading(**asdict(before)), after=LoadReading(**asdict(after)),
+                    reasons=reasons, allowed=allow_noisy),
+        differences=[Difference(**asdict(c)) for c in
+                     derivation_diff(sides[0].derivation, sides[1].derivation)],
+        plot=None)

@@ -1,0 +1,80 @@
+"""The artifacts a `doit bench` / `doit run` names: variants of one recipe (realised like
+`doit switch` does: built when missing), or stored ids (the id= rule of artifact_ref). Each
+side carries what its own environment is made of: its store path, its recipe's outputs (from
+its derivation) and its toolchain."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orchestrator.artifact_ref import find_stored
+from orchestrator.errors import UserError
+from orchestrator.plan import make_plan
+from orchestrator.realise import Realised, realise
+from orchestrator.settings import Settings
+from orchestrator.store import Store
+from orchestrator.toolchain import ensure_toolchain
+
+
+@dataclass(frozen=True)
+class Side:
+    label: str  # the variant name, or the id as given
+    artifact_id: str
+    name: str  # <id>-<recipe>-<variant>
+    path: Path  # the store entry
+    outputs: dict[str, list[str]]  # lib/bin/python dirs below prefix/
+    toolchain_root: Path
+    derivation: dict[str, Any]
+
+
+def names_of(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def realised_side(r: Realised, label: str) -> Side:
+    return Side(label, r.plan.artifact_id, r.plan.name, r.path,
+                r.plan.recipe.outputs.model_dump(), r.toolchain.root, r.plan.derivation)
+
+
+def variant_side(settings: Settings, store: Store, variant: str) -> Side:
+    return realised_side(realise(settings, store, None, variant), variant)
+
+
+def stored_side(settings: Settings, store: Store, wanted: str, label: str) -> Side:
+    path = find_stored(store, wanted, label=label)
+    manifest = Store.read_manifest(path)
+    outputs = manifest.derivation.get("recipe", {}).get("outputs")
+    if not isinstance(outputs, dict):
+        raise UserError(f"{label}{wanted}: its derivation names no outputs (stored by an older "
+                        "orchestrator?); rebuild it")
+    # Its toolchain: the recipe's lock as it is now (the interpreter and wheels a run uses).
+    plan = make_plan(settings, store, manifest.recipe, manifest.variant)
+    toolchain = ensure_toolchain(store, plan.lock)
+    return Side(wanted, manifest.id, manifest.name, path, outputs, toolchain.root,
+                manifest.derivation)
+
+
+def bench_sides(settings: Settings, store: Store) -> list[Side]:
+    """variants=a,b or ids=A,B: exactly two, else bad input (nothing built)."""
+    variants = names_of(settings.vars.get("variants", ""))
+    ids = names_of(settings.vars.get("ids", ""))
+    if variants and ids:
+        raise UserError("bench: give variants=a,b or ids=A,B, not both")
+    given = variants or ids
+    if len(given) != 2:
+        raise UserError(f"bench: compare two artifacts: variants=relwithdebinfo,release or "
+                        f"ids=A,B (6+ hex digits each); got {len(given)}")
+    if ids:
+        return [stored_side(settings, store, x, "bench: ids=") for x in ids]
+    for v in variants:  # both names checked before anything is built
+        make_plan(settings, store, None, v)
+    return [variant_side(settings, store, v) for v in variants]
+
+
+def run_side(settings: Settings, store: Store) -> Side:
+    """`doit run`: id= (stored) or recipe=/variant= (realised)."""
+    wanted = settings.vars.get("id", "").strip()
+    if wanted:
+        return stored_side(settings, store, wanted, "run: id=")
+    return variant_side(settings, store, settings.variant)

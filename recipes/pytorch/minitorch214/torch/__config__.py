@@ -1,0 +1,5 @@
+import torch
+
+
+def show() -> str:
+    return torch._C._show_config()

@@ -1,0 +1,2 @@
+"""Miniature of torch's package layout: _C next to this file, its libraries in lib/."""
+from torch import _C, __config__  # noqa: F401

@@ -1,0 +1,160 @@
+"""`doit bench` and `doit run` on real small builds (benchkernel, demo): no timed assertions.
+
+The known-difference pair is benchkernel's `twice` against `release` (the same kernel doing
+twice the steps); the verdicts that must not depend on the machine read a metric the command
+prints (one JSON line) instead of a clock."""
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from orchestrator.bench.stats import REFUSED, SAME, SLOWER, Summary, verdict
+from orchestrator.model.bench import BenchReport
+
+KERNEL = ("recipe=benchkernel",)
+
+
+@pytest.fixture
+def cmd(doit, store):
+    """doit with the store's variable before the command's `--` (the fixture's would land in
+    the command)."""
+    return lambda *args: doit(*args[:1], f"store={store}", *args[1:])
+
+
+def report_of(res) -> BenchReport:
+    assert res.returncode == 0, res.output
+    return BenchReport.model_validate_json(res.stdout.strip().splitlines()[-1])
+
+
+def built(doit, recipe: str, *variants: str) -> dict[str, Path]:
+    paths = {}
+    for v in variants:
+        res = doit("build", f"recipe={recipe}", f"variant={v}", "format=json")
+        assert res.returncode == 0, res.output
+        paths[v] = Path(__import__("json").loads(res.stdout.strip().splitlines()[-1])["path"])
+    return paths
+
+
+def test_twice_the_work_is_slower_with_an_interval_excluding_one(doit, cmd, tmp_path) -> None:
+    built(doit, "benchkernel", "release", "twice")
+    plot = tmp_path / "plot.svg"
+    res = cmd("bench", *KERNEL, "variants=release,twice", "rounds=6", "metric=seconds",
+               "allow_noisy=1", f"plot={plot}", "format=json", "--", "benchkernel", "10")
+    report = report_of(res)
+    assert report.verdict == SLOWER and report.ci[0] > 1.0, report
+    assert report.a.label == "release" and report.b.label == "twice"
+    assert report.a.n == report.b.n == 6 and report.order[:4] == ["A", "B", "B", "A"]
+    assert report.a.name.endswith("-benchkernel-release") and report.b.name.endswith("-twice")
+    assert {"path": "variant.defines.BENCHKERNEL_WORK", "op": "+", "old": None, "new": "2"} in \
+        [d.model_dump() for d in report.differences]
+    assert report.plot == str(plot) and "<svg" in plot.read_text()
+    # the human table names both sides and the verdict
+    res = cmd("bench", *KERNEL, "variants=release,twice", "rounds=2", "measure=cpu",
+               "allow_noisy=1", f"plot={plot}", "--", "benchkernel", "10")
+    assert res.returncode == 0, res.output
+    assert "A release" in res.output and "B twice" in res.output and "B/A" in res.output
+
+
+def test_the_same_artifact_twice_is_no_difference(doit, cmd, tmp_path) -> None:
+    [path] = built(doit, "benchkernel", "release").values()
+    artifact_id = path.name[:12]
+    res = cmd("bench", *KERNEL, f"ids={artifact_id},{artifact_id}", "rounds=16",
+               "metric=seconds", "allow_noisy=1", f"plot={tmp_path / 'p.svg'}", "format=json",
+               "--", "benchkernel", "5")
+    report = report_of(res)
+    assert report.verdict == SAME and report.ci[0] <= 1.0 <= report.ci[1], report
+    assert report.differences == [] and report.a.id == report.b.id
+
+
+def test_a_metric_decides_without_a_clock(doit, cmd, tmp_path) -> None:
+    """Metric values the command prints (no timing): B's is 3x A's → slower, CI excludes 1;
+    a command whose metric alternates 1/10 is unsteady → no verdict without allow_noisy."""
+    built(doit, "benchkernel", "release", "twice")
+    script = ('case "$ORCH_PROFILE" in *-twice) v=3;; *) v=1;; esac; '
+              'echo noise; echo "{\\"ms\\": $v}"')
+    res = cmd("bench", *KERNEL, "variants=release,twice", "rounds=4", "metric=ms",
+               "allow_noisy=1", f"plot={tmp_path / 'p.svg'}", "format=json", "--",
+               "sh", "-c", script)
+    report = report_of(res)
+    assert report.a.samples == [1.0] * 4 and report.b.samples == [3.0] * 4
+    assert report.ratio == 3.0 and report.ci == (3.0, 3.0) and report.verdict == SLOWER
+    flip = tmp_path / "flip"
+    alternating = (f'if [ -e {flip} ]; then rm {flip}; v=10; else touch {flip}; v=1; fi; '
+                   'echo "{\\"ms\\": $v}"')
+    res = cmd("bench", *KERNEL, "variants=release,twice", "rounds=4", "metric=ms",
+               f"plot={tmp_path / 'p.svg'}", "format=json", "--", "sh", "-c", alternating)
+    report = report_of(res)
+    assert report.verdict == REFUSED and "unsteady" in report.why, report
+
+
+def test_machine_noise_refuses_a_verdict() -> None:
+    steady = Summary(1.0, 0.99, 1.01, 10)
+    slower = Summary(2.0, 1.99, 2.01, 10)
+    assert verdict(steady, slower, (1.9, 2.1), []).word == SLOWER
+    noisy = verdict(steady, slower, (1.9, 2.1), ["cpu pressure 40.0%"])
+    assert noisy.word == REFUSED and "cpu pressure" in noisy.why
+    assert verdict(steady, slower, (1.9, 2.1), ["cpu pressure 40.0%"], allowed=True).word == SLOWER
+
+
+def linked_demo_libs(output: str) -> set[str]:
+    return set(re.findall(r"(/\S+/store/[^/\s]+)/prefix/lib/libdemo_\w+\.so", output))
+
+
+MAPS = "import demo; print(demo.build_type()); print(open('/proc/self/maps').read())"
+
+
+def test_env_sh_never_mixes_two_artifacts(doit, cmd, project) -> None:
+    """The trap: .orch/env.sh sourced (RelWithDebInfo active), PYTHONPATH at the Release
+    artifact: the process must load the Release libraries only."""
+    paths = built(doit, "demo", "relwithdebinfo", "release")
+    assert doit("switch", "variant=relwithdebinfo").returncode == 0
+    release_python = paths["release"] / "prefix" / "python"
+    out = subprocess.run(["bash", "-c", f'. .orch/env.sh && PYTHONPATH={release_python} '
+                                        f'python -c "{MAPS}"'],
+                         cwd=project, capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[0] == "Release", out[:300]
+    assert linked_demo_libs(out) == {str(paths["release"])}, out
+    # doit run: the same command in the Release artifact's own environment, no switch
+    res = cmd("run", "variant=release", "--", "python", "-c", MAPS)
+    assert res.returncode == 0, res.output
+    assert res.stdout.splitlines()[0] == "Release"
+    assert linked_demo_libs(res.stdout) == {str(paths["release"])}
+    assert "relwithdebinfo" in (project / ".orch" / "profile").resolve().name  # not switched
+    res = cmd("run", "variant=release", "--", "sh", "-c", "exit 3")
+    assert res.returncode == 3
+
+
+@pytest.mark.parametrize("args, words", [
+    (("recipe=benchkernel", "variants=release,nosuch"), "unknown variant 'nosuch'"),
+    (("recipe=benchkernel", "variants=release"), "compare two artifacts"),
+    (("recipe=benchkernel", "ids=abcdef0123,fedcba0123"), "no artifact"),
+    (("recipe=benchkernel", "variants=release,twice", "rounds=1"), "rounds="),
+    (("recipe=benchkernel", "variants=release,twice", "measure=cpu", "metric=x"), "metric="),
+])
+def test_bad_input_is_one_line_exit_2(cmd, args, words) -> None:
+    res = cmd("bench", *args, "--", "true")
+    assert res.returncode == 2, res.output
+    errors = [line for line in res.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and words in errors[0] and "Traceback" not in res.output, res.output
+
+
+def test_bad_input_of_run_and_a_missing_command(cmd) -> None:
+    # (`doit run variant=X` without `--` is doit's own run command: the default task, build)
+    for args in (("run", "variant=nosuch", "--", "true"), ("run", "variant=release", "--"),
+                 ("bench", "variants=release,relwithdebinfo")):
+        res = cmd(*args)
+        assert res.returncode == 2, (args, res.output)
+        assert len([l for l in res.output.splitlines() if l.startswith("error:")]) == 1
+
+
+def test_a_command_failing_in_one_variant_is_exit_1_naming_it(doit, cmd, tmp_path) -> None:
+    built(doit, "benchkernel", "release", "twice")
+    script = 'case "$ORCH_PROFILE" in *-twice) echo "the twice tail"; exit 7;; esac; true'
+    res = cmd("bench", *KERNEL, "variants=release,twice", "rounds=2",
+               f"plot={tmp_path / 'p.svg'}", "--", "sh", "-c", script)
+    assert res.returncode == 1, res.output
+    assert "the command failed in twice (exit 7)" in res.output
+    assert "the twice tail" in res.output and "Traceback" not in res.output
