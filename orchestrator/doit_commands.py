@@ -28,6 +28,10 @@ HELP_FLAGS = ("-h", "--help")
 class Help(DoitHelp):
     """`doit help` with no topic: this tool's verbs, then doit's own commands."""
 
+    # The line a bare `doit --help` prints for this command: doit answers --help before any
+    # plugin runs, but lists the commands' purposes, so it points at the verbs from there.
+    doc_purpose = "this tool's verbs (build, switch, rollback, verify, bench, ...), one line each"
+
     def execute(self, params, args):  # noqa: ANN001,D102 - doit API
         if not args:
             print(cli_vars.overview())

@@ -97,6 +97,12 @@ def test_doit_help_lists_this_tools_verbs_then_doits_commands(proj: Path) -> Non
         assert out.index("  build ") < out.index("doit's own commands: list, help")
         assert "dumpdb" in out.split("doit's own commands:")[1]
         assert "CmdOption" not in res.output
+    # A bare `doit --help` is doit's own usage (answered before any plugin runs): its `help`
+    # line points at the verbs.
+    bare = subprocess.run([sys.executable, "-m", "doit", "--help"], cwd=proj,
+                          capture_output=True, text=True, timeout=60)
+    assert bare.returncode == 0, bare.stderr
+    assert re.search(r"^  \S+ help\s+this tool's verbs \(build, switch", bare.stdout, re.M), bare.stdout
 
 
 @pytest.mark.parametrize("topic,needle", [("nosuch", "`doit help` lists the verbs"),
