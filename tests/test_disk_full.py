@@ -3,6 +3,7 @@
 real toolchain set-up (apt-get download, dpkg-deb -x, pip) and a real cmake/ninja/gcc build."""
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from pathlib import Path
@@ -13,17 +14,23 @@ import pytest
 from conftest import run_doit
 
 
-@pytest.fixture
-def small_fs(tmp_path: Path) -> Iterator[Path]:
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mnt)],
+@contextlib.contextmanager
+def tmpfs(where: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of `size` mounted at `where` (the set-up runs as root), unmounted after."""
+    where.mkdir()
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
                          capture_output=True, text=True)
     assert res.returncode == 0, f"mounting a tmpfs (the set-up runs as root): {res.stderr}"
     try:
-        yield mnt
+        yield where
     finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    with tmpfs(tmp_path / "small", "3m") as mnt:
+        yield mnt
 
 
 def one_line(res) -> str:
@@ -65,15 +72,8 @@ def test_a_build_into_a_full_store(project: Path, small_fs: Path, session_toolch
 
 @pytest.fixture
 def roomy_fs(tmp_path: Path) -> Iterator[Path]:
-    mnt = tmp_path / "roomy"
-    mnt.mkdir()
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", str(mnt)],
-                         capture_output=True, text=True)
-    assert res.returncode == 0, f"mounting a tmpfs (the set-up runs as root): {res.stderr}"
-    try:
+    with tmpfs(tmp_path / "roomy", "96m") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def fill(fs: Path) -> None:

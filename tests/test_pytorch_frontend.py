@@ -40,6 +40,8 @@ version = "2.14.0"
 system_libs = true
 [variants.relwithdebinfo]
 build_type = "RelWithDebInfo"
+# What the pinned lldb-14 needs to read GCC 12's debug info (verify checks it).
+cflags = ["-gdwarf-4", "-fno-reorder-blocks-and-partition"]
 env = {{ REL_WITH_DEB_INFO = "1" }}
 """
 

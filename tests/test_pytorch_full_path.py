@@ -43,6 +43,8 @@ system = "pytorch"
 version = "0.1.0"
 [variants.relwithdebinfo]
 build_type = "RelWithDebInfo"
+# What the pinned lldb-14 needs to read GCC 12's debug info (verify checks it).
+cflags = ["-gdwarf-4", "-fno-reorder-blocks-and-partition"]
 [variants.release]
 build_type = "Release"
 """)

@@ -29,6 +29,7 @@ def fake_artifact(root: Path, name: str, libs: list[str]) -> Path:
     links["torch/_C.so"] = "prefix/python/torch/_C.so"
     (art / "meta/workspace-links.json").write_text(json.dumps({"links": links}))
     (art / "meta/compile_commands.json").write_text("[]")
+    (art / "manifest.json").write_text("{}")  # a committed entry has one (switch checks it)
     return art
 
 

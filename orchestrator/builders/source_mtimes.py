@@ -33,8 +33,9 @@ Seen = tuple[int, int, int, int, str]  # ... and sha256
 
 
 def source_stats(root: Path) -> dict[str, StatSig]:
-    """rel path -> stat of every regular file below root (symlinks followed for files,
-    directories not followed), build output and VCS data left out."""
+    """rel path -> stat of every regular file below root, build output and VCS data left out.
+    Symlinks are not followed: a link's target in the tree is seen as itself, and one outside
+    it (a workspace link into .orch/profile, i.e. the store) is never touched through."""
     out: dict[str, StatSig] = {}
     stack = [""]
     base = str(root)
@@ -52,7 +53,9 @@ def source_stats(root: Path) -> dict[str, StatSig]:
                     if e.name not in SKIPPED_DIRS and not (not rel_dir and e.name in SKIPPED_AT_ROOT):
                         stack.append(rel)
                     continue
-                st = e.stat(follow_symlinks=True)
+                if e.is_symlink():
+                    continue
+                st = e.stat(follow_symlinks=False)
             except OSError:
                 continue
             if stat.S_ISREG(st.st_mode):
