@@ -2,7 +2,7 @@
 #include <string>
 #include "../../c10/build_info.h"
 
-static PyObject* show_config(PyObject*, PyObject*) {
+static PyObject* show_config(PyObject* self, PyObject* args) {
   std::string s = std::string("  - Build settings: BUILD_TYPE=") + c10::build_type() + "\n";
   return PyUnicode_FromString(s.c_str());
 }
