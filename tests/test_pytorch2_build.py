@@ -1,7 +1,7 @@
 """The PyTorch 2.x recipe (recipes/pytorch2.toml) on the real 2.6.0 source: Debian trixie's
 tarball + fmt/cpp-httplib/kineto/pocketfft/gloo overlays + four patches, configured whole
 against this machine's system libraries with KINETO and distributed (gloo) on; c10 and a fixed
-sample of five torch_cpu objects built in one variant with real cmake/ninja/gcc.
+sample of six torch_cpu objects built in one variant with real cmake/ninja/gcc.
 
 Needs the set-up (.ci/pytorch-prereqs.sh: build-deps + every pinned tarball): a missing or
 mismatched archive fails, it never skips. Configure is about 2-3 minutes on 2 cores, c10 and
@@ -45,13 +45,15 @@ def cache_entry(cmake_cache: Path, key: str) -> str:
 
 # A fixed sample of torch_cpu: the edit loop's file, conv2d's entry, the backends the recipe
 # turns on (KINETO's profiler shim, gloo's process group) and the FFT through the pocketfft
-# overlay. Each pulls in the whole ATen code generation first.
+# overlay; and at::cpu's Utils.cpp, which needs recipes/pytorch2/patches/0005 against
+# bookworm's cpuinfo. Each pulls in the whole ATen code generation first.
 TORCH_CPU_SAMPLE = tuple(f"caffe2/CMakeFiles/torch_cpu.dir/__/{o}.o" for o in (
     "aten/src/ATen/native/BinaryOps.cpp",
     "aten/src/ATen/native/Convolution.cpp",
     "torch/csrc/profiler/kineto_shim.cpp",
     "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp",
     "aten/src/ATen/native/mkl/SpectralOps.cpp",
+    "aten/src/ATen/cpu/Utils.cpp",
 ))
 
 
