@@ -172,3 +172,36 @@ def test_a_cuda_recipe_on_a_lock_without_a_toolkit_is_one_line(session_toolchain
     res = run_doit(project, "build", "recipe=cudademo", "variant=release", f"store={store}",
                    "substitute=0")
     assert res.returncode == 2 and "build.uses lacks 'cuda:toolkit'" in res.stderr, res.output
+
+
+def test_a_cuda_spec_without_nvcc_or_with_a_bad_requirement_is_one_line() -> None:
+    from orchestrator.lock.resolve import cuda_toolkit_entry
+    from orchestrator.model.lock import CudaSpec, PypiEntry
+
+    pin = PypiEntry(name="nvidia-cuda-runtime", version="13.0.96", filename="x.whl", sha256="0" * 64)
+    with pytest.raises(UserError, match=r"locks/x.toml: \[cuda\] requirements lack nvidia-cuda-nvcc"):
+        cuda_toolkit_entry(CudaSpec(requirements=["nvidia-cuda-runtime==13.0.96"]), [pin],
+                           Path("locks/x.toml"))
+    with pytest.raises(UserError, match=r"is not a requirement"):
+        cuda_toolkit_entry(CudaSpec(requirements=["nvidia cuda nvcc"]), [pin], Path("locks/x.toml"))
+
+
+def test_the_toolkit_is_in_the_toolchain_hash_and_cudademo_s_inputs() -> None:
+    from orchestrator.lock.files import load_lock
+    from orchestrator.model.recipe import load_recipe
+    from orchestrator.plan import used_keys
+    from orchestrator.toolchain import toolchain_hash
+
+    lock = load_lock(REPO / "locks", "cuda13")
+    entry = lock.entries["cuda:toolkit"]
+    assert entry.version == "13.0.88" and entry.root == "nvidia/cu13"
+    assert all(entry.packages[n] == lock.entries[f"pypi:{n}"].sha256 for n in entry.packages)
+    assert {"nvidia-cuda-nvcc", "nvidia-nvvm", "nvidia-cuda-crt", "nvidia-cuda-runtime",
+            "nvidia-cuda-cccl"} == set(entry.packages)
+    other = entry.model_copy(update={"packages": {**entry.packages, "nvidia-cuda-nvcc": "1" * 64}})
+    moved = lock.model_copy(update={"entries": {**lock.entries, "cuda:toolkit": other}})
+    assert toolchain_hash(moved) != toolchain_hash(lock) and other.digest() != entry.digest()
+    recipe = load_recipe(REPO / "recipes", "cudademo")
+    assert recipe.lock == "cuda13" and "cuda:toolkit" in used_keys(recipe)
+    default = load_lock(REPO / "locks", "toolchain")
+    assert not any(k.startswith(("cuda:", "compiler:nvcc")) or "nvidia" in k for k in default.entries)
