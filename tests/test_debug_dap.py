@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -282,3 +285,85 @@ def test_release_binds_by_symbol_only_and_says_why(ws: Workspace) -> None:
     assert "add_kernel" in top["name"], top
     assert "path" not in top.get("source", {}), top    # disassembly only: no source line
     assert "alpha" not in stop.variables
+
+
+class GdbCli:
+    """gdb reading commands from a pipe, as the MI engine feeds it; its output collected by a
+    thread, so a command can wait for a line without blocking the debuggee."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True, bufsize=1)
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    def send(self, *commands: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("".join(c + "\n" for c in commands))
+        self.proc.stdin.flush()
+
+    def wait_for(self, text: str, timeout: float = 60) -> str:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if any(text in ln for ln in self.lines):
+                return "".join(self.lines)
+            time.sleep(0.05)
+        raise AssertionError(f"gdb never printed {text!r}:\n{''.join(self.lines)[-3000:]}")
+
+
+@pytest.mark.skipif(not ptrace_attach_allowed(), reason="ptrace_scope forbids attaching")
+def test_mixed_configuration_with_gdb_python_breakpoint_then_cpp_then_the_end(
+        ws: Workspace, tmp_path: Path) -> None:
+    """The `mixed Python + C++ (debugpy + gdb)` configuration: its debugpy launch stops at a
+    Python line; gdb, started as its C++ attach configuration says (miDebuggerPath, the CLI
+    setupCommands, sourceFileMap), attaches to the pid debugpy reports, stops in add_kernel
+    with the value Python passed and shows the Python frame; the program then runs to its
+    end. (cppdbg's MI engine is VS Code's; gdb 13 has no DAP, so gdb is driven directly.)"""
+    script = tmp_path / "mixed_gdb.py"
+    script.write_text(PY_SCRIPT)
+    mixed = launch_config(ws.root, "orch: mixed Python + C++ (debugpy + gdb)", script)
+    py = launch_config(ws.root, mixed["pythonLaunchName"], script)
+    native = launch_config(ws.root, mixed["cppAttachName"], script)
+    assert native["processId"] == "${command:pickProcess}" and native["MIMode"] == "gdb"
+    setup = [c["text"] for c in native["setupCommands"] if not c["text"].startswith("-")]
+    setup += [f"set substitute-path {a} {b}" for a, b in native["sourceFileMap"].items()]
+    with DapClient([py["python"], "-m", "debugpy.adapter"]) as python:
+        python.request("initialize", {"clientID": "vscode", "adapterID": "debugpy",
+                                      "supportsRunInTerminalRequest": True})
+        launch = python.send_request("launch", py)
+        python.event("initialized", 60)
+        python.request("setBreakpoints", {"source": {"path": str(script)},
+                                          "breakpoints": [{"line": 5}]})
+        python.request("configurationDone")
+        python.response(launch, 60)
+        stopped = python.event("stopped", 60)
+        pid = python.event("process", 60)["body"]["systemProcessId"]
+        gdb = GdbCli([str(ws.root / native["miDebuggerPath"].replace("${workspaceFolder}/", "")),
+                      "-q", "-nx", "-iex", "set pagination off", "-iex", "set confirm off"])
+        try:
+            gdb.send(*setup, f"attach {pid}", f"break {FUNCTION}", "echo ATTACHED\\n")
+            gdb.wait_for("ATTACHED")
+            # gdb holds the process stopped: debugpy reads this once gdb continues it.
+            python.send_request("continue", {"threadId": stopped["body"]["threadId"]})
+            gdb.send("continue", "info args", "py-bt -p", "echo AT-KERNEL\\n")
+            out = gdb.wait_for("AT-KERNEL")
+            at = out.split("ATTACHED", 1)[1]
+            # The function itself, not its @plt stub (gdb_orch disables stub locations).
+            assert re.search(r"Breakpoint 1(\.\d+)?, demo::native::add_kernel \(", at), at
+            assert "@plt" not in at and "No such file" not in at, at  # the source map found it
+            assert re.search(r"^alpha = 2\.5$", out, re.M), out[-3000:]
+            assert f"{script}:5:main" in out, out[-3000:]
+            gdb.send("continue")
+            out = gdb.wait_for("exited normally")
+            gdb.send("quit")
+            assert gdb.proc.wait(60) == 0
+        finally:
+            if gdb.proc.poll() is None:
+                gdb.proc.kill()
+        python.event("terminated", 60)

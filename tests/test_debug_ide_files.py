@@ -64,6 +64,8 @@ def test_merge_keeps_the_users_entries_and_replaces_ours(ws: tuple[Path, Path]) 
     gdb = by_name["orch: Python + C++ (gdb)"]
     assert gdb["MIMode"] == "gdb" and gdb["sourceFileMap"] == {
         "/orch/src/demo": "${workspaceFolder}/recipes/demo"}
+    # No debuggee environment sets LD_LIBRARY_PATH (as .orch/env.sh: it beats RUNPATH).
+    assert "LD_LIBRARY_PATH" not in (root / ".vscode/launch.json").read_text()
     debug_env = {e.split("=", 1)[0]: e.split("=", 1)[1]
                  for e in by_name["orch: debug-env Python + C++ (lldb-14)"]["env"]}
     assert {k: debug_env[k] for k in ("CUDA_LAUNCH_BLOCKING", "TORCH_SHOW_CPP_STACKTRACES",

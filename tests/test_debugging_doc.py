@@ -6,11 +6,10 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 from conftest import REPO, copy_project, make_store
-from test_readme import strip_comment
+from doc_shell import run_lines, strip_comment
 
 
 def doc_blocks() -> list[str]:
@@ -29,22 +28,14 @@ def test_debugging_doc_commands_run_as_written(tmp_path: Path, session_toolchain
     store = make_store(tmp_path / "store", session_toolchain)
     lines = doc_blocks()
     assert any(ln.startswith(".orch/bin/gdb ") for ln in lines) and any("-c .orch/demo.core" in ln for ln in lines)
-    script = ["set -euo pipefail", ".venv/bin/doit build variant=relwithdebinfo substitute=0",
-              ".venv/bin/doit switch variant=relwithdebinfo substitute=0", ". .orch/env.sh"]
-    for i, ln in enumerate(lines):
-        script += [f"echo '>>> line {i}'", ln]
     env = {k: v for k, v in os.environ.items() if k not in ("MAX_JOBS", "VIRTUAL_ENV")}
     env["ORCH_STORE"] = str(store)
-    res = subprocess.run(["bash", "-c", "\n".join(script)], cwd=project, env=env,
-                         capture_output=True, text=True, timeout=1500)
-    out = res.stdout + res.stderr
-    failed = re.findall(r">>> line (\d+)", res.stdout)
-    where = lines[int(failed[-1])] if failed else "set-up"
-    assert res.returncode == 0, f"docs/debugging.md line failed: {where}\n{out[-5000:]}"
-    sections = dict(zip(lines, re.split(r">>> line \d+\n", res.stdout)[1:]))
-
-    def output_of(prefix: str, nth: int = 0) -> str:
-        return [sections[ln] for ln in lines if ln.startswith(prefix)][nth]
+    res = run_lines(project, [".venv/bin/doit build variant=relwithdebinfo substitute=0",
+                              ".venv/bin/doit switch variant=relwithdebinfo substitute=0",
+                              ". .orch/env.sh"], lines, env, 1500)
+    out = res.output
+    assert res.returncode == 0, f"docs/debugging.md line failed: {res.failed_line}\n{out[-5000:]}"
+    output_of = res.output_of
 
     two = "docs/examples/two_levels.py"
     for tool in (".orch/bin/lldb -b -S .lldbinit -o 'breakpoint set -n demo", ".orch/bin/gdb -batch -nx -x .gdbinit -ex 'break demo"):

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from pathlib import Path
 
 from conftest import REPO, copy_project, make_store
+from doc_shell import run_lines, strip_comment
 
 
 def readme_block(title: str) -> list[str]:
@@ -17,11 +17,6 @@ def readme_block(title: str) -> list[str]:
     section = text.split(f"## {title}\n", 1)[1]
     block = section.split("```sh\n", 1)[1].split("```", 1)[0]
     return [ln for ln in block.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-
-
-def strip_comment(line: str) -> str:
-    """The README aligns comments after two or more spaces: `cmd args      # what it does`."""
-    return re.split(r"\s{2,}# ", line, maxsplit=1)[0].rstrip()
 
 
 def test_ci_runs_exactly_the_readme_commands():
@@ -38,18 +33,12 @@ def test_everyday_use_block_runs_line_by_line(tmp_path, session_toolchain):
     lines = [strip_comment(ln) for ln in readme_block("Everyday use")]
     assert any(ln.startswith("doit rollback") for ln in lines)
     # What bootstrap.sh does after set-up, then the block as one shell (sourced state carries).
-    script = ["set -euo pipefail", ".venv/bin/doit build variant=relwithdebinfo",
-              ".venv/bin/doit switch variant=relwithdebinfo"]
-    for i, ln in enumerate(lines):
-        script += [f"echo '>>> line {i}'", ln]
     env = {k: v for k, v in os.environ.items() if k not in ("MAX_JOBS", "VIRTUAL_ENV")}
     env["ORCH_STORE"] = str(store)
-    res = subprocess.run(["bash", "-c", "\n".join(script)], cwd=project, env=env,
-                         capture_output=True, text=True, timeout=1200)
-    out = res.stdout + res.stderr
-    failed = re.findall(r">>> line (\d+)", res.stdout)
-    where = lines[int(failed[-1])] if failed else "set-up"
-    assert res.returncode == 0, f"README line failed: {where}\n{out[-4000:]}"
+    res = run_lines(project, [".venv/bin/doit build variant=relwithdebinfo",
+                              ".venv/bin/doit switch variant=relwithdebinfo"], lines, env, 1200)
+    out = res.output
+    assert res.returncode == 0, f"README line failed: {res.failed_line}\n{out[-4000:]}"
     assert "Traceback" not in out, out[-4000:]
     types = re.findall(r"^(Release|RelWithDebInfo)$", res.stdout, re.M)
     assert types == ["Release", "RelWithDebInfo"], out[-3000:]
@@ -77,22 +66,20 @@ def test_team_cache_block_runs_line_by_line(tmp_path, session_toolchain):
     assert pushed.split()[2] == pulled.split()[2], (pushed, pulled)
     here = {"/tmp/orch-team-cache": str(tmp_path / "team-cache"),
             "/tmp/orch-teammate-store": str(tmp_path / "teammate-store")}
-    script = ["set -euo pipefail", ". .venv/bin/activate", "doit build variant=release"]
-    for i, ln in enumerate(lines):
+    moved = []
+    for ln in lines:
         for old, new in here.items():
             ln = ln.replace(old, new)
-        script += [f"echo '>>> line {i}'", ln]
+        moved.append(ln)
     env = {k: v for k, v in os.environ.items()
            if k not in ("MAX_JOBS", "VIRTUAL_ENV", "XDG_CONFIG_HOME") and not k.startswith("ORCH_")}
     env.update(ORCH_STORE=str(store), HOME=str(tmp_path / "home"), ORCH_NO_PROGRESS="1")
-    res = subprocess.run(["bash", "-c", "\n".join(script)], cwd=project, env=env,
-                         capture_output=True, text=True, timeout=1200)
-    out = res.stdout + res.stderr
-    failed = re.findall(r">>> line (\d+)", res.stdout)
-    where = lines[int(failed[-1])] if failed else "set-up"
-    assert res.returncode == 0, f"README line failed: {where}\n{out[-4000:]}"
+    res = run_lines(project, [". .venv/bin/activate", "doit build variant=release"], moved, env,
+                    1200)
+    out = res.output
+    assert res.returncode == 0, f"README line failed: {res.failed_line}\n{out[-4000:]}"
     assert "Traceback" not in out, out[-4000:]
-    assert re.search(r"^✓ write access", res.stderr, re.M), out[-3000:]
+    assert re.search(r"^✓ write access", res.output, re.M), out[-3000:]
     teammate = tmp_path / "teammate-store" / "store"
     assert [p.name.split("-", 1)[1] for p in teammate.iterdir()] == ["demo-release"], out[-3000:]
 

@@ -91,11 +91,13 @@ class IdeSpec:
         return pairs
 
     def env(self, absolute: bool) -> dict[str, str]:
-        """The debuggee's environment: the profile's outputs on the paths, like .orch/env.sh."""
+        """The debuggee's environment: the profile's outputs on the paths, like .orch/env.sh,
+        and like it no LD_LIBRARY_PATH: it would beat every library's RUNPATH, so a debuggee
+        pointed at another artifact would load the active one's libraries beside its own."""
         def joined(kind: str) -> str:
             return ":".join(self.ws(f".orch/profile/prefix/{d}", absolute)
                             for d in self.outputs.get(kind, []))
-        env = {"LD_LIBRARY_PATH": joined("lib"), "PYTHONPATH": joined("python")}
+        env = {"PYTHONPATH": joined("python")}
         if not absolute:  # VS Code expands ${env:PATH}; lldb/gdb inherit PATH as it is
             bins = [self.ws(".orch/toolchain/venv/bin", absolute), joined("bin"), "${env:PATH}"]
             env = {"PATH": ":".join(filter(None, bins)), **env}

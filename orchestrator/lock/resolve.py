@@ -61,9 +61,19 @@ def resolve_pypi(interpreter: str, requirements: list[str],
     return entries
 
 
-def _apt_show(package: str) -> dict[str, str]:
-    res = subprocess.run(["apt-cache", "show", "--no-all-versions", package],
-                         capture_output=True, text=True)
+def _apt_cache_options(cache_dir: Path | None) -> list[str]:
+    """Where apt-cache may keep its binary package cache between calls. Debian's container
+    images set it to "" (no cache), and then every `apt-cache show` rebuilds it from the
+    package lists: about 3 s a call here, against 0.5 s with a cache kept for one `doit lock`."""
+    if cache_dir is None:
+        return []
+    return ["-o", f"Dir::Cache::pkgcache={cache_dir / 'pkgcache.bin'}",
+            "-o", f"Dir::Cache::srcpkgcache={cache_dir / 'srcpkgcache.bin'}"]
+
+
+def _apt_show(package: str, cache_dir: Path | None = None) -> dict[str, str]:
+    res = subprocess.run(["apt-cache", *_apt_cache_options(cache_dir), "show",
+                          "--no-all-versions", package], capture_output=True, text=True)
     if res.returncode != 0 or not res.stdout.strip():
         raise UserError(f"Debian package {package!r} is not known to apt; run `apt-get update` "
                         "or fix [deb] in the lock spec")
@@ -85,15 +95,17 @@ def _dependency_names(depends: str) -> list[list[str]]:
     return groups
 
 
-def resolve_debs(packages: list[str], exclude: list[str]) -> list[DebEntry]:
-    """The named packages plus, recursively, dependencies the system does not have."""
+def resolve_debs(packages: list[str], exclude: list[str],
+                 apt_cache: Path | None = None) -> list[DebEntry]:
+    """The named packages plus, recursively, dependencies the system does not have.
+    apt_cache: a private directory for apt-cache's binary cache (see _apt_cache_options)."""
     seen: dict[str, DebEntry] = {}
     todo = list(packages)
     while todo:
         name = todo.pop(0)
         if name in seen or name in exclude:
             continue
-        f = _apt_show(name)
+        f = _apt_show(name, apt_cache)
         seen[name] = DebEntry(name=name, version=f["Version"], arch=f["Architecture"],
                               sha256=f["SHA256"], filename=f["Filename"].rsplit("/", 1)[-1])
         for alts in _dependency_names(f.get("Depends", "") + ("," + f["Pre-Depends"] if "Pre-Depends" in f else "")):
@@ -153,7 +165,8 @@ def locked_versions(locks_dir: Path, name: str) -> dict[str, str]:
     return {e.name: e.version for e in pins}
 
 
-def resolve_lock(locks_dir: Path, name: str, upgrade: bool = False) -> Lock:
+def resolve_lock(locks_dir: Path, name: str, upgrade: bool = False,
+                 apt_cache: Path | None = None) -> Lock:
     spec, spec_sha = load_spec(locks_dir, name)
     entries: list[LockEntry] = []
     py = probe_python(spec.python.interpreter)
@@ -164,7 +177,7 @@ def resolve_lock(locks_dir: Path, name: str, upgrade: bool = False) -> Lock:
     entries += pypi
     if spec.cuda is not None:
         entries.append(cuda_toolkit_entry(spec.cuda, pypi, locks_dir / f"{name}.toml"))
-    entries += resolve_debs(spec.deb.packages, spec.deb.exclude)
+    entries += resolve_debs(spec.deb.packages, spec.deb.exclude, apt_cache)
     for cname, command in sorted(spec.compilers.items()):
         entry = probe_compiler(cname, command, pin_programs=True)
         if not os.path.isabs(command) and is_script(entry.path):
@@ -187,7 +200,8 @@ def resolve_lock(locks_dir: Path, name: str, upgrade: bool = False) -> Lock:
 
 def lock_all(locks_dir: Path, only: str | None = None, upgrade: bool = False) -> list[Lock]:
     names = [only] if only else sorted(p.name[:-len(".toml")] for p in locks_dir.glob("*.toml"))
-    return [resolve_lock(locks_dir, n, upgrade) for n in names]
+    with tempfile.TemporaryDirectory(prefix="orch-apt-cache-") as apt_cache:
+        return [resolve_lock(locks_dir, n, upgrade, Path(apt_cache)) for n in names]
 
 
 

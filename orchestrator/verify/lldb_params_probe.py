@@ -2,7 +2,10 @@
 imported by the orchestrator): for each library given, sample functions whose signature has
 parameters and whose code comes from the artifact's own sources (/orch/src, /orch/build), and report
 what lldb-14 reads of them statically: the function, its parameters' names and whether each
-has a value location at the function's entry. Nothing is run; one JSON object on stdout.
+has a value location at the function's entry. A function whose parameters lldb lists but
+the source leaves all unnamed (`void f(int)`) has no names to read and is passed over (counted
+as "unnamed"); one whose parameters lldb does not list at all is kept: that is a reading
+failure. Nothing is run; one JSON object on stdout.
 
     python3 lldb_params_probe.py SAMPLE LIB...
 """
@@ -53,7 +56,7 @@ def probe_library(debugger, path: str, sample: int) -> dict:
             starts.setdefault(name, s.GetStartAddress().GetFileAddress())
     names = sorted(starts)
     out: list[dict] = []
-    looked = 0
+    looked = unnamed = 0
     for name in evenly(names, sample * 8):
         if len(out) >= sample:
             break
@@ -72,6 +75,9 @@ def probe_library(debugger, path: str, sample: int) -> dict:
             entry["parameters"] = [args.GetValueAtIndex(i).GetName()
                                    for i in range(args.GetSize())
                                    if args.GetValueAtIndex(i).GetName()]
+            if args.GetSize() and not entry["parameters"]:
+                unnamed += 1  # all its parameters unnamed in the source: no names to read
+                continue
             ret = lldb.SBCommandReturnObject()
             debugger.GetCommandInterpreter().HandleCommand(
                 f"image lookup -v -a 0x{starts[name]:x}", ret)
@@ -79,7 +85,7 @@ def probe_library(debugger, path: str, sample: int) -> dict:
                                 if m.group(1) in entry["parameters"]]
         out.append(entry)
     debugger.DeleteTarget(target)
-    return {"functions": out, "candidates": len(names), "own": looked}
+    return {"functions": out, "candidates": len(names), "own": looked, "unnamed": unnamed}
 
 
 def main(argv: list[str]) -> int:

@@ -41,9 +41,9 @@ def probe(deb_root: Path, python: Path, libs: list[Path], sample: int = SAMPLE) 
 
 
 def unreadable(result: dict) -> Unreadable | None:
-    """The first sampled function lldb-14 does not read, or None when it reads them. A
-    function whose parameters are all unnamed in the source has no names to read: the
-    library fails only if lldb names no parameter of any sampled function."""
+    """The first sampled function lldb-14 does not read, or None when it reads them. The
+    probe passes over functions whose parameters are all unnamed in the source (nothing to
+    read); the library fails if lldb names no parameter of any function it sampled."""
     if "error" in result:
         return Unreadable("(the library)", "", result["error"])
     functions = result.get("functions", [])

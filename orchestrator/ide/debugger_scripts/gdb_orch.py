@@ -65,6 +65,21 @@ class PyBt(gdb.Command):
             gdb.write("  (no CPython 3.11 frames on this thread)\n")
 
 
+def skip_plt_locations(breakpoint: "gdb.Breakpoint") -> None:
+    """A breakpoint on a function that a library also calls through its own PLT (every
+    default-visibility function of a -fPIC library, PyTorch's included) gets a location on the
+    `@plt` stub too, and an attached gdb stops there first, with no source. Disable the stub
+    locations when the function itself has one (lldb never stops in stubs)."""
+    locations = getattr(breakpoint, "locations", None) or []  # gdb >= 13
+    stubs = [loc for loc in locations if (loc.function or "").endswith("@plt")]
+    if stubs and len(stubs) < len(locations):
+        for loc in stubs:
+            if loc.enabled:
+                loc.enabled = False  # fires breakpoint_modified again: then nothing to do
+
+
+gdb.events.breakpoint_created.connect(skip_plt_locations)
+gdb.events.breakpoint_modified.connect(skip_plt_locations)
 PyBt("orch-py-bt")
 try:
     gdb.execute("help py-bt", to_string=True)

@@ -150,10 +150,12 @@ def scalar_summary(valobj, internal_dict):  # noqa: ARG001
 
 
 def scalar_type_summary(valobj, internal_dict):  # noqa: ARG001
+    value = _deref(valobj)
     try:
-        return tt.scalar_type_text(_deref(valobj).GetValueAsSigned())
+        text = tt.scalar_type_text(value.GetValueAsSigned())
     except tt.Invalid:
         return tt.INVALID
+    return "" if value.GetValue() == text else text  # lldb already names it from the DWARF
 
 
 def device_summary(valobj, internal_dict):  # noqa: ARG001
