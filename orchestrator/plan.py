@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orchestrator.cuda_toolkit import check_recipe_has_toolkit
 from orchestrator.errors import UserError
 from orchestrator.hashing import digest_of
 from orchestrator.lock.files import load_lock
@@ -92,6 +93,7 @@ def make_plan(settings: Settings, store: Store, recipe_name: str | None = None,
     if settings.vars.get("targets"):
         resolved = resolved.model_copy(update={"targets": settings.vars["targets"].split(",")})
     lock = load_lock(settings.locks_dir, recipe.lock)
+    check_recipe_has_toolkit(recipe, resolved, lock, where)
     keys = used_keys(recipe)
     missing = [k for k in keys if k not in lock.entries]
     if missing:

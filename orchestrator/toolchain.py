@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from orchestrator import debugger_env, tree_manifest
+from orchestrator import cuda_toolkit, debugger_env, tree_manifest
 from orchestrator.console import console, step
 from orchestrator.errors import CheckFailed, UserError, is_no_space, no_space
 from orchestrator.fs import remove_tree, temp_in, write_atomic
@@ -72,8 +72,13 @@ class Toolchain:
         return self._compiler("cxx") or Path("/usr/bin/c++")
 
     @property
+    def cuda_root(self) -> Path | None:
+        """The locked CUDA toolkit's root (`cuda:toolkit`, see cuda_toolkit), or None."""
+        return self.root / cuda_toolkit.CUDA_LINK if cuda_toolkit.toolkit_entry(self.lock) else None
+
+    @property
     def nvcc(self) -> Path | None:
-        return self._compiler("nvcc")
+        return self.cuda_root / "bin" / "nvcc" if self.cuda_root else self._compiler("nvcc")
 
     @property
     def debugger(self) -> debugger_env.LldbTools | None:
@@ -113,6 +118,8 @@ class Toolchain:
         }
         if self.nvcc is not None:
             env["CUDACXX"] = str(self.nvcc)
+        if self.cuda_root is not None:  # torch.utils.cpp_extension's and CMake's way to it
+            env["CUDA_HOME"] = env["CUDAToolkit_ROOT"] = str(self.cuda_root)
         if "TERM" in os.environ:
             env["TERM"] = os.environ["TERM"]
         return env
@@ -315,6 +322,9 @@ def ensure_toolchain(store: Store, lock: Lock, substituter: Substituter | None =
                 _install_pypi(tmp, lock, py.path)
             _relocate_venv(tmp / "venv", tmp, final)
             facts = {"lock": lock.name, "lock_digest": lock.digest(), "entries": sorted(lock.entries)}
+            cuda = cuda_toolkit.assemble(tmp, Toolchain(tmp, lock).site_packages(), lock)
+            if cuda is not None:  # the toolkit's layout, in the manifest below
+                facts["cuda"] = cuda
             if "pypi:torch" in lock.entries:  # its C++ ABI flag, which builds against it must match
                 facts["torch"] = probe_torch(tmp / "venv" / "bin" / "python")
             write_atomic(tmp / TOOLCHAIN_JSON, pretty_json(facts))

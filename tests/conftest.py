@@ -49,27 +49,39 @@ def copy_project(dest: Path) -> Path:
     return dest
 
 
-@pytest.fixture(scope="session")
-def session_toolchain(tmp_path_factory) -> Path:
-    """One real materialized toolchain for the whole run (venv + lldb debs), shared by the
+def shared_toolchain(tmp_path_factory, lock: str) -> Path:
+    """One real materialized toolchain of locks/<lock>.toml for the whole run, shared by the
     pytest-xdist workers: the first one makes it under the run's common temp dir, the
     others wait on the file lock and reuse it."""
     shared = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         shared = shared.parent  # one basetemp per worker; their parent is the run's
-    store = shared / "toolchain-store"
-    with FileLock(str(shared / "toolchain-store.lock")):
+    store = shared / ("toolchain-store" if lock == "toolchain" else f"toolchain-store-{lock}")
+    with FileLock(str(shared / f"{store.name}.lock")):
         if not (store / "toolchains").is_dir():
-            res = run_doit(REPO, "toolchain", f"store={store}")
+            res = run_doit(REPO, "toolchain", f"lock={lock}", f"store={store}")
             assert res.returncode == 0, res.output
     [tc] = [d for d in (store / "toolchains").iterdir() if d.is_dir()]
     return tc
 
 
-def make_store(root: Path, toolchain: Path) -> Path:
-    """A fresh store that reuses the session's toolchain (same lock, same hash)."""
+@pytest.fixture(scope="session")
+def session_toolchain(tmp_path_factory) -> Path:
+    """The default toolchain (locks/toolchain.toml: venv + lldb debs)."""
+    return shared_toolchain(tmp_path_factory, "toolchain")
+
+
+@pytest.fixture(scope="session")
+def session_cuda_toolchain(tmp_path_factory) -> Path:
+    """The CUDA toolchain (locks/cuda13.toml: the toolkit from its wheels), for cudademo."""
+    return shared_toolchain(tmp_path_factory, "cuda13")
+
+
+def make_store(root: Path, *toolchains: Path) -> Path:
+    """A fresh store that reuses the session's toolchains (same locks, same hashes)."""
     (root / "toolchains").mkdir(parents=True, exist_ok=True)
-    os.symlink(toolchain, root / "toolchains" / toolchain.name)
+    for toolchain in toolchains:
+        os.symlink(toolchain, root / "toolchains" / toolchain.name)
     return root
 
 

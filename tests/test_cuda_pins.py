@@ -1,11 +1,13 @@
-"""The compiler:nvcc lock entry pins the CUDA toolkit nvcc uses (found by `nvcc --dryrun`):
+"""A compiler:nvcc lock entry pins the CUDA toolkit nvcc uses (found by `nvcc --dryrun`):
 cicc, ptxas, fatbinary, nvlink, cudafe++, nvcc.profile, libdevice, cudart and a digest of
 the include directory. check_machine re-checks them through a stat cache (an unchanged file
 is not read again) and names a changed one.
 
-The real pin is checked on the real toolkit; drift on a toolkit laid out like the real one
-under tmp_path: a copied nvcc (nvcc finds its tools relative to itself), a copied ptxas and
-include/ that the test edits, links to the real files for the rest.
+The committed locks name no nvcc of the machine (CUDA comes from locks/cuda13.toml's wheels,
+see test_cuda_toolkit); the pin is checked on the locked toolkit's nvcc as a [compilers]
+entry would name it, and drift on a toolkit laid out like it under tmp_path: a copied nvcc
+(nvcc finds its tools relative to itself), a copied ptxas and include/ that the test edits,
+links to the real files for the rest.
 """
 from __future__ import annotations
 
@@ -24,24 +26,26 @@ from orchestrator.machine_check import check_machine
 from orchestrator.model.lock import CompilerEntry, Lock
 
 REPO = Path(__file__).resolve().parents[1]
-CUDA = Path("/usr/local/cuda")
-NVCC = CUDA / "bin" / "nvcc"
 TOOLKIT = ("cicc", "ptxas", "fatbinary", "nvlink", "cudafe++", "nvcc.profile", "libdevice",
            "cudart", "cudart_static", "include")
 
-pytestmark = pytest.mark.skipif(not NVCC.is_file(), reason="no CUDA toolkit at /usr/local/cuda")
+
+@pytest.fixture
+def cuda(session_cuda_toolchain: Path) -> Path:
+    """The locked CUDA toolkit's root (real path: what nvcc's --dryrun names)."""
+    return (session_cuda_toolchain / "cuda").resolve()
 
 
 def _only(lock: Lock, entry: CompilerEntry) -> Lock:
     return lock.model_copy(update={"entries": {"compiler:nvcc": entry}})
 
 
-def test_committed_lock_pins_the_real_toolkit(tmp_path: Path) -> None:
-    lock = load_lock(REPO / "locks", "toolchain")
-    entry = lock.entries["compiler:nvcc"]
+def test_an_nvcc_entry_pins_the_real_toolkit(tmp_path: Path, cuda: Path) -> None:
+    entry = probe_compiler("nvcc", str(cuda / "bin" / "nvcc"), pin_programs=True)
+    lock = _only(load_lock(REPO / "locks", "toolchain"), entry)
     assert isinstance(entry, CompilerEntry) and entry.programs is not None
     assert set(TOOLKIT) <= set(entry.programs)
-    real = CUDA.resolve()
+    real = cuda
     for name in ("ptxas", "cicc", "cudart", "fatbinary", "nvlink"):
         pin = entry.programs[name]
         assert Path(pin.path).is_relative_to(real) and pin.sha256 == sha256_file(pin.path), name
@@ -66,9 +70,9 @@ def test_gcc_entries_still_pin_their_programs() -> None:
 
 
 @pytest.fixture
-def toolkit(tmp_path: Path) -> Path:
+def toolkit(tmp_path: Path, cuda: Path) -> Path:
     """A CUDA tree like the real one: nvcc, nvcc.profile, ptxas and include/ copied."""
-    real = CUDA.resolve()
+    real = cuda
     root = tmp_path / "cuda"
     (root / "bin").mkdir(parents=True)
     for name in os.listdir(real / "bin"):
@@ -85,13 +89,13 @@ def toolkit(tmp_path: Path) -> Path:
     return root
 
 
-def test_a_changed_toolkit_file_is_drift(toolkit: Path, tmp_path: Path) -> None:
+def test_a_changed_toolkit_file_is_drift(toolkit: Path, tmp_path: Path, cuda: Path) -> None:
     nvcc = toolkit / "bin" / "nvcc"
     entry = probe_compiler("nvcc", str(nvcc), pin_programs=True)
     assert entry.programs is not None
     assert entry.programs["ptxas"].path == str(toolkit / "bin" / "ptxas")
     assert entry.programs["include"].path == str(toolkit / "include")
-    assert entry.programs["cicc"].path == str(CUDA.resolve() / "nvvm" / "bin" / "cicc")
+    assert entry.programs["cicc"].path == str(cuda / "nvvm" / "bin" / "cicc")
     lock = _only(load_lock(REPO / "locks", "toolchain"), entry)
     cache_file = tmp_path / "cache.json"
     check_machine(lock, None, StatCache(cache_file))  # warms the cache
@@ -102,7 +106,7 @@ def test_a_changed_toolkit_file_is_drift(toolkit: Path, tmp_path: Path) -> None:
         with pytest.raises(UserError, match=r"lock drift: compiler:nvcc .*program ptxas .*"
                                             + str(toolkit / "bin" / "ptxas") + " changed"):
             check_machine(lock, None, cache)
-    shutil.copy2(CUDA.resolve() / "bin" / "ptxas", toolkit / "bin" / "ptxas")
+    shutil.copy2(cuda / "bin" / "ptxas", toolkit / "bin" / "ptxas")
     check_machine(lock, None, StatCache(cache_file))
 
     header = toolkit / "include" / "cuda_runtime.h"

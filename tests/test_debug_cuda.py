@@ -12,9 +12,9 @@ from conftest import copy_project, make_store, run_doit
 
 
 def test_host_breakpoint_in_a_cu_file_stops_with_its_arguments(tmp_path: Path,
-                                                              session_toolchain: Path) -> None:
+                                                              session_cuda_toolchain: Path) -> None:
     root = copy_project(tmp_path / "checkout")
-    store = make_store(tmp_path / "store", session_toolchain)
+    store = make_store(tmp_path / "store", session_cuda_toolchain)
     for args in (("switch", "recipe=cudademo", "variant=relwithdebinfo", "substitute=0"),
                  ("vscode",)):
         res = run_doit(root, *args, f"store={store}")

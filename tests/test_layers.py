@@ -19,7 +19,7 @@ LAYERS: list[list[str]] = [
      "model", "tree_manifest", "read_trace", "store_layout", "command_line", "process_group",
      "fault_point"],
     ["settings", "cli_vars"],
-    ["store", "stage_record", "lock", "debugger_env", "roots_lock"],
+    ["store", "stage_record", "lock", "debugger_env", "roots_lock", "cuda_toolkit"],
     ["toolchain", "machine_check", "sources"],
     ["plan", "selection", "artifact_ref", "plan_memo", "head_start"],
     ["builders", "verify", "cache"],

@@ -1,11 +1,11 @@
-"""A GPU cell (cudademo with the real nvcc from the lock): built and verified everywhere; its
+"""A GPU cell (cudademo with the locked CUDA toolkit's nvcc, locks/cuda13.toml): built and verified everywhere; its
 CUDA smoke test (kernel round trip, result checked, CUDA_LAUNCH_BLOCKING=1) runs where
 `nvidia-smi -L` sees a GPU, and is reported as skipped, with the reason, where none is."""
 from __future__ import annotations
 
 import json
 
-from conftest import run_doit
+from conftest import make_store, run_doit
 from orchestrator.bot.cell import gpu_visible
 
 CONFIG = """
@@ -17,7 +17,8 @@ smoke = ["CUDA_LAUNCH_BLOCKING=1 cudademo_smoke 1048576"]
 """
 
 
-def test_gpu_cell_builds_everywhere_and_smokes_only_on_a_gpu(project, store, tmp_path):
+def test_gpu_cell_builds_everywhere_and_smokes_only_on_a_gpu(project, tmp_path, session_cuda_toolchain):
+    store = make_store(tmp_path / "store", session_cuda_toolchain)  # cudademo's lock: cuda13
     (project / "nightly.toml").write_text(CONFIG)
     reports = tmp_path / "reports"
     res = run_doit(project, "nightly", "matrix", "format=json", f"store={store}")

@@ -284,13 +284,13 @@ def test_required_symbols_demangled_patterns(tmp_path):
     assert any(c.startswith("libnone.so (named in verify.required_symbols) is not in the prefix") for c in causes)
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
-def test_fatbin_architectures_from_the_section(tmp_path):
+def test_fatbin_architectures_from_the_section(tmp_path, session_cuda_toolchain):
+    nvcc = str(session_cuda_toolchain / "cuda" / "bin" / "nvcc")  # the locked toolkit's
     cu = tmp_path / "k.cu"
     cu.write_text("__global__ void k(float* a){a[threadIdx.x] += 1.f;}\n"
                   "extern \"C\" void launch(float* a){k<<<1, 32>>>(a);}\n")
     so = tmp_path / "libk.so"
-    subprocess.run(["nvcc", "-shared", "-Xcompiler", "-fPIC", "-gencode", "arch=compute_80,code=sm_80",
+    subprocess.run([nvcc, "-shared", "-Xcompiler", "-fPIC", "-gencode", "arch=compute_80,code=sm_80",
                     "-gencode", "arch=compute_90,code=compute_90", "-o", str(so), str(cu)], check=True)
     assert {str(i) for i in fatbin_images(so, read_elf(so))} == {"sm_80", "compute_90"}
     from orchestrator.model.verify_rules import VerifyRules

@@ -15,9 +15,9 @@ from conftest import DoitResult, copy_project, make_store, run_doit
 class Env:
     """One project copy + store for this module; builds are shared between tests."""
 
-    def __init__(self, root: Path, toolchain: Path) -> None:
+    def __init__(self, root: Path, *toolchains: Path) -> None:
         self.project = copy_project(root / "project")
-        self.store = make_store(root / "store", toolchain)
+        self.store = make_store(root / "store", *toolchains)
         self.workspace = root / "ws"
         self.workspace.mkdir()
 
@@ -42,8 +42,8 @@ class Env:
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory, session_toolchain) -> Env:
-    return Env(tmp_path_factory.mktemp("verify-e2e"), session_toolchain)
+def env(tmp_path_factory, session_toolchain, session_cuda_toolchain) -> Env:
+    return Env(tmp_path_factory.mktemp("verify-e2e"), session_toolchain, session_cuda_toolchain)
 
 
 @pytest.fixture(scope="module")

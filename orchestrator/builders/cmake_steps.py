@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from orchestrator import head_start
+from orchestrator import cuda_toolkit, head_start
 from orchestrator.builders import cmake_file_api, source_mtimes
 from orchestrator.builders.compile_cache.source_link import source_link, source_link_flags
 from orchestrator.builders.compile_cache.stats import STATS_LOG
@@ -46,11 +46,28 @@ def configure_args(ctx: BuildContext, overrides: dict[str, str] | None = None,
     }
     if tc.nvcc is not None:
         defines["CMAKE_CUDA_COMPILER"] = str(tc.nvcc)
+    if tc.cuda_root is not None:
+        defines["CUDAToolkit_ROOT"] = str(tc.cuda_root)
+        check_cuda_architectures(ctx)
     defines.update(locked_package_hints(ctx))
     defines.update(ctx.compile_cache.cmake_defines())
     defines.update(overrides or {})
     defines.update({k: define_value(v) for k, v in var.defines.items()})
     return ["-G", "Ninja", *(f"-D{k}={v}" for k, v in sorted(defines.items()))]
+
+
+def check_cuda_architectures(ctx: BuildContext) -> None:
+    """The variant's CMAKE_CUDA_ARCHITECTURES against what the locked nvcc supports (recorded
+    in toolchain.json at materialization): one line, exit 2, before cmake runs."""
+    spec = ctx.plan.variant.defines.get("CMAKE_CUDA_ARCHITECTURES")
+    facts = cuda_toolkit.toolchain_facts(ctx.toolchain.root / TOOLCHAIN_JSON)
+    if spec is None or facts is None:
+        return
+    archs = facts.get("architectures")
+    cuda_toolkit.check_architectures(str(define_value(spec)),
+                                     [str(a) for a in archs] if isinstance(archs, list) else [],
+                                     str(facts.get("version")),
+                                     f"recipes/{ctx.plan.recipe.name}.toml variant {ctx.plan.variant_name}")
 
 
 # Locked wheels that ship CMake package configs: find_package(Torch) / (pybind11) unaided.

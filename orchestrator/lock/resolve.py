@@ -12,7 +12,8 @@ from orchestrator.errors import UserError
 from orchestrator.hashing import sha256_file
 from orchestrator.lock.files import load_spec, lock_path
 from orchestrator.lock.probe import is_script, probe_compiler, probe_python, probe_syspkg
-from orchestrator.model.lock import CondaEntry, DebEntry, Lock, LockEntry, PypiEntry
+from orchestrator.model.lock import (CondaEntry, CudaSpec, CudaToolkitEntry, DebEntry, Lock,
+                                    LockEntry, PypiEntry)
 from orchestrator.platform_facts import platform_facts
 
 
@@ -131,6 +132,28 @@ def resolve_conda(lockfile: Path, platform: str) -> list[CondaEntry]:
     return out
 
 
+def _requirement_name(req: str) -> str:
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        return Requirement(req).name.lower().replace("_", "-")
+    except InvalidRequirement:
+        raise UserError(f"[cuda] requirement {req[:80]!r} is not a requirement; write e.g. "
+                        "\"nvidia-cuda-nvcc==13.0.88\"") from None
+
+
+def cuda_toolkit_entry(spec: CudaSpec, resolved: list[PypiEntry], where: Path) -> CudaToolkitEntry:
+    """The `cuda:toolkit` entry: the [cuda] wheels as pip resolved them, by sha256; its
+    version is nvidia-cuda-nvcc's (the compiler's release)."""
+    names = {_requirement_name(r) for r in spec.requirements}
+    by_name = {e.name: e for e in resolved}
+    if "nvidia-cuda-nvcc" not in names:
+        raise UserError(f"{where}: [cuda] requirements lack nvidia-cuda-nvcc (the compiler); "
+                        "add e.g. \"nvidia-cuda-nvcc==13.0.88\"")
+    return CudaToolkitEntry(version=by_name["nvidia-cuda-nvcc"].version, root=spec.root,
+                            packages={n: by_name[n].sha256 for n in sorted(names)})
+
+
 def locked_versions(locks_dir: Path, name: str) -> dict[str, str]:
     """The pypi versions locks/<name>.lock.json pins now, whether or not its spec changed
     since ({} when there is none or it does not parse: resolved afresh)."""
@@ -149,7 +172,11 @@ def resolve_lock(locks_dir: Path, name: str, upgrade: bool = False,
     py = probe_python(spec.python.interpreter)
     entries.append(py)
     preferred = {} if upgrade else locked_versions(locks_dir, name)
-    entries += resolve_pypi(py.path, spec.pypi.requirements, preferred)
+    cuda_reqs = spec.cuda.requirements if spec.cuda is not None else []
+    pypi = resolve_pypi(py.path, [*spec.pypi.requirements, *cuda_reqs], preferred)
+    entries += pypi
+    if spec.cuda is not None:
+        entries.append(cuda_toolkit_entry(spec.cuda, pypi, locks_dir / f"{name}.toml"))
     entries += resolve_debs(spec.deb.packages, spec.deb.exclude, apt_cache)
     for cname, command in sorted(spec.compilers.items()):
         entry = probe_compiler(cname, command, pin_programs=True)

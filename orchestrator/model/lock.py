@@ -141,9 +141,23 @@ class TorchAbiEntry(_Entry):
     cxx11_abi: bool
 
 
+class CudaToolkitEntry(_Entry):
+    """The CUDA toolkit assembled from locked wheels (`[cuda]` of the spec): one root
+    (`root`, relative to site-packages, e.g. nvidia/cu13) that the toolchain lays out as a
+    CUDA install (lib64, unversioned .so links, version.json). `packages`: the wheels it is
+    made of, name -> sha256, so the entry's digest changes with any of them; `layout`: the
+    version of that layout (bumped when the assembly changes)."""
+    kind: Literal["cuda"] = "cuda"
+    name: Literal["toolkit"] = "toolkit"
+    version: PEP440
+    root: Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+(/[A-Za-z0-9_]+)*$")]
+    packages: dict[PYPI_NAME, SHA256]
+    layout: int = 1
+
+
 LockEntry = Annotated[
     Union[PythonEntry, PypiEntry, DebEntry, CompilerEntry, SystemPackageEntry, CondaEntry,
-          TorchAbiEntry],
+          TorchAbiEntry, CudaToolkitEntry],
     Field(discriminator="kind"),
 ]
 
@@ -192,6 +206,14 @@ class CondaSpec(BaseModel):
     platform: str = "linux-64"
 
 
+class CudaSpec(BaseModel):
+    """`[cuda]`: the toolkit's wheels (all into one root of site-packages, e.g. nvidia/cu13);
+    resolved with [pypi] and pinned like it, plus one `cuda:toolkit` entry."""
+    model_config = ConfigDict(extra="forbid")
+    requirements: list[str]
+    root: str = "nvidia/cu13"
+
+
 class LockSpec(BaseModel):
     """`locks/<name>.toml`: what to resolve."""
     model_config = ConfigDict(extra="forbid")
@@ -201,3 +223,4 @@ class LockSpec(BaseModel):
     compilers: dict[str, str] = {}
     system: SystemSpec = SystemSpec()
     conda: CondaSpec | None = None
+    cuda: CudaSpec | None = None
