@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 import string
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from orchestrator.model.process_values import ArgStr
 
 SMOKE_FIELDS = ("recipe", "variant", "build_type")
+# What can make a night fail: a cell failing at one of these stages, or "abi" (an ABI
+# regression against the cell's previous good night). A missing cell result always fails.
+FailClass = Literal["source", "build", "verify", "smoke", "bench", "push", "cell", "abi"]
+FAIL_ON_DEFAULT: list[FailClass] = ["source", "build", "verify", "smoke", "bench", "push", "cell", "abi"]
 
 
 class MatrixEntry(BaseModel):
@@ -55,6 +60,29 @@ class MatrixEntry(BaseModel):
         return cmds
 
 
+class Worker(BaseModel):
+    """A CI worker (`doit nightly buildbot`): its name and tags (`cpu`, `gpu`)."""
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_-]{0,49}$")
+    tags: list[Literal["cpu", "gpu"]] = Field(min_length=1)
+
+
+class BuildbotConfig(BaseModel):
+    """`doit nightly buildbot`'s master: its workers, ports and the builders' shared settings."""
+    model_config = ConfigDict(extra="forbid")
+    workers: list[Worker] = Field(min_length=1)
+    worker_port: int = Field(default=9989, ge=1, le=65535)
+    www_port: int = Field(default=8010, ge=1, le=65535)
+    # Listen on this address only ("" = every interface).
+    interface: str = Field(default="", pattern=r"^[0-9A-Za-z.:-]{0,100}$")
+    # The Nightly scheduler's time (UTC).
+    hour: int = Field(default=2, ge=0, le=23)
+    minute: int = Field(default=0, ge=0, le=59)
+    # Builds at a time on one gpu worker (LLVM's GPU builders: one); cells at a time on a cpu one.
+    gpu_max_builds: int = Field(default=1, ge=1)
+    cpu_cells_at_a_time: int = Field(default=1, ge=1)
+
+
 class NightlyConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     matrix: list[MatrixEntry] = Field(min_length=1)
@@ -62,3 +90,6 @@ class NightlyConfig(BaseModel):
     push: bool = False
     # How many runs the history page keeps.
     history: int = Field(default=30, ge=1)
+    # Which failures fail the night (exit 1); the others are shown, in their own state.
+    fail_on: list[FailClass] = Field(default_factory=lambda: list(FAIL_ON_DEFAULT))
+    buildbot: BuildbotConfig | None = None
