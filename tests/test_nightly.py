@@ -267,3 +267,27 @@ def test_preflight_before_any_cell_builds(bot, tmp_path):
 def _cache_toml(path: Path, url: str) -> Path:
     path.write_text(f'[cache]\nsubstituters = ["{url}"]\n')
     return path
+
+
+def test_shipped_pytorch_nightly_configs_are_valid(project, tmp_path):
+    """nightly-pytorch.toml (the whole tree, by hand) and nightly-pytorch-c10.toml (its CI
+    form on the c10 slice): checked completely (recipes and variants exist) by the verb."""
+    import tomllib
+
+    from orchestrator.model.nightly import NightlyConfig
+
+    repo = Path(__file__).resolve().parents[1]
+    for name, targets in (("nightly-pytorch.toml", []), ("nightly-pytorch-c10.toml", ["c10"])):
+        res = run_doit(project, "nightly", "matrix", "format=json", f"config={repo / name}",
+                       f"store={tmp_path / 'store'}")
+        assert res.returncode == 0, res.output
+        assert [c["cell"] for c in json.loads(res.stdout)] == ["pytorch2/relwithdebinfo", "pytorch2/release"]
+        config = NightlyConfig.model_validate(tomllib.loads((repo / name).read_text()))
+        [entry] = config.matrix
+        assert config.push and "abi" in config.fail_on and entry.targets == targets
+        smoke = " ".join(entry.smoke)
+        if targets:
+            assert "libc10.so" in smoke
+        else:
+            assert "import torch" in smoke and "m(torch.randn(8, 64))" in smoke
+            assert entry.bench and entry.bench_metric == "median"

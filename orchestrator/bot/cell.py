@@ -104,6 +104,9 @@ def run_cell(settings: Settings, store: Store, reports: Path, cell: Cell, entry:
                               "requires_gpu": cell.requires_gpu, "status": "ok",
                               "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                               "host": host(), "repo": repo_state(settings.repo_root)}
+    if entry.targets:  # a partial build, as `doit build targets=...`
+        settings = replace(settings, vars={**settings.vars, "targets": ",".join(entry.targets)})
+        result["targets"] = entry.targets
     if cell.track:
         try:
             settings, result["source"] = track_branch(settings, store, cell)

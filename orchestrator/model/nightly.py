@@ -1,6 +1,7 @@
 """nightly.toml: the build bot's matrix (recipes × variants), smoke tests and reporting."""
 from __future__ import annotations
 
+import re
 import string
 from typing import Literal
 
@@ -26,6 +27,8 @@ class MatrixEntry(BaseModel):
     # where a GPU is visible (nvidia-smi -L) and are reported as skipped, with the reason, elsewhere.
     requires_gpu: bool = False
     timeout_s: float = Field(default=600, gt=0)
+    # A partial build (the build's targets=, e.g. ["c10"] for PyTorch's c10 slice); [] = all.
+    targets: list[str] = Field(default=[], max_length=100)
     # Branch tracking (git sources only): build the head of this branch at run time instead of
     # the commit pinned in locks/git-sources.json; the report records the commit built.
     track: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$")
@@ -38,6 +41,14 @@ class MatrixEntry(BaseModel):
     bench_rounds: int = Field(default=7, ge=2, le=1000)
     # Flag on the interval alone although the machine was busy (a shared CI runner always is).
     bench_allow_noisy: bool = False
+
+    @field_validator("targets")
+    @classmethod
+    def _targets(cls, targets: list[str]) -> list[str]:
+        for t in targets:
+            if not re.match(r"^[A-Za-z0-9_.+/-]{1,200}$", t):
+                raise ValueError(f"{t[:80]!r}: a build target is letters, digits and _ . + / -")
+        return targets
 
     @field_validator("smoke")
     @classmethod
