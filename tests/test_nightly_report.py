@@ -38,8 +38,21 @@ LAYOUT_PROBE = """<script>(function () {
     var r = e.getBoundingClientRect();
     if (r.right > d.clientWidth + 1) wide.push(e.tagName + (e.id ? '#' + e.id : '') + ' ' + Math.round(r.right));
   });
+  var plots = [];  // per plot: the legend over the axes? text outside the SVG (clipped)?
+  document.querySelectorAll('.plot').forEach(function (p) {
+    var svg = p.querySelector('svg').getBoundingClientRect(), clipped = 0;
+    var ax = p.querySelector('#patch_2'), lg = p.querySelector('#legend_1');
+    var a = ax && ax.getBoundingClientRect(), l = lg && lg.getBoundingClientRect();
+    p.querySelectorAll('text').forEach(function (t) {
+      var r = t.getBoundingClientRect();
+      if (r.width && (r.left < svg.left - 1 || r.right > svg.right + 1 ||
+                      r.top < svg.top - 1 || r.bottom > svg.bottom + 1)) clipped++;
+    });
+    plots.push({id: p.id, legend: !!l, clipped: clipped, overlap: !!(a && l && l.left < a.right &&
+                l.right > a.left && l.top < a.bottom && l.bottom > a.top)});
+  });
   d.dataset.probe = JSON.stringify({scrollWidth: d.scrollWidth, clientWidth: d.clientWidth,
-                                    innerWidth: window.innerWidth, wide: wide.slice(0, 8)});
+                                    innerWidth: window.innerWidth, wide: wide.slice(0, 8), plots: plots});
 })();</script>"""
 WIDTH = 1400
 
@@ -199,6 +212,9 @@ def test_three_nights_states_links_and_html_in_chromium(project, store, tmp_path
     probe, console = layout(page, tmp_path)
     assert console == [] and probe["innerWidth"] == WIDTH, probe
     assert probe["scrollWidth"] <= probe["clientWidth"], probe
+    # Readable plots: every label inside its SVG, the legend beside the data, not over it.
+    assert [p["id"] for p in probe["plots"]] == ["plot-cell-time", "plot-build-time", "plot-size"]
+    assert all(p["legend"] and not p["overlap"] and p["clipped"] == 0 for p in probe["plots"]), probe
     screenshot(page, tmp_path, "nightly-report-1400.png")  # every state but nogpu
     # The detectors themselves see a script error and an overflow (so the checks above mean something).
     bad = tmp_path / "bad.html"
