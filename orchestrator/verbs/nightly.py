@@ -5,7 +5,7 @@
   doit nightly report run=ID        merge ID's cell results: nightly-ID.json, history, index.*
   doit nightly [jobs=N]             all of it here: every cell as its own `doit nightly cell=`
                                     process, N at a time, then the report
-  doit nightly buildbot [out=DIR]   write a Buildbot master (master.cfg) from nightly.toml
+  doit nightly buildbot [master=D]  write a Buildbot master (D/master.cfg) from nightly.toml
 
 nightly.toml is checked completely first, whatever the form. Exit 1 when a cell (or the
 merged run) failed, 2 for bad input.
