@@ -27,6 +27,7 @@ BROKEN = """
 [[matrix]]
 recipe = "demo"
 variants = ["broken"]
+targets = ["demo_core"]
 """
 PROBE = ("\nnamespace demo {\nDEMO_CORE_API int nightly_probe(int x);\n"
          "int nightly_probe(int x) { return x + 1; }\n}  // namespace demo\n")
@@ -151,6 +152,10 @@ def test_three_nights_states_links_and_html_in_chromium(project, store, tmp_path
     assert d["regressions"] == ["lib/libdemo_core.so: exported symbol removed: demo::nightly_probe(int)"]
     assert broken["status"] == "failed" and broken["stage"] == "build" and broken["state"] == "failed"
     assert "-fno-such-flag-for-test" in broken["tail"]
+    # The entry's targets reach the build as `doit build targets=` would: the same planned id.
+    plan = run_doit(project, "plan", "recipe=demo", "variant=broken", "targets=demo_core", "format=json",
+                    f"store={store}")
+    assert broken["targets"] == ["demo_core"] and f"failed-{json.loads(plan.stdout)['id']}-demo-broken" in broken["error"]
     md = (reports / "index.md").read_text()
     assert "REGRESSION: lib/libdemo_core.so: exported symbol removed: demo::nightly_probe(int)" in md
     assert "| ⚠ | demo/release | ABI regression |" in md
