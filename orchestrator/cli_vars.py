@@ -57,6 +57,7 @@ VARS: dict[str, Var] = _vars(
     ("cell", "recipe/variant", "(all)", "nightly: one matrix cell"),
     ("run", "text", "(new)", "nightly: the run id to add to"),
     ("notify", "url", "(none)", "nightly: POST the run summary as JSON to this URL"),
+    ("master", "path", "<reports>/buildbot", "nightly buildbot: the Buildbot master directory"),
     ("recipe2", "name", "(recipe=)", "why: the second side's recipe"),
     ("variant2", "name", "(variant=)", "why: the second side's variant"),
     ("source2", "path", "(source=)", "why: the second side's checkout"),
@@ -126,8 +127,8 @@ VERBS: dict[str, Verb] = {
     "vscode": Verb("Write .vscode/ (lldb-14, gdb, debugpy), CMakePresets.json, .lldbinit/.gdbinit "
                    "for the profile.", (*_SELECT, "jobs", *_WHERE, "workspace", "format")),
     "nightly": Verb("Build bot: the nightly.toml matrix (jobs=N); `nightly matrix`, cell=R/V, "
-                    "`nightly report`.",
-                    ("config", "reports", "push", "cell", "run", "notify", "jobs", "substitute",
+                    "`nightly report`, `nightly buildbot`.",
+                    ("config", "reports", "push", "cell", "run", "notify", "master", "jobs", "substitute",
                      "compile_cache", "distcc_hosts", "keep_going", *_WHERE, "format"),
                     positional=True),
     "bench": Verb("Compare two artifacts' timings: doit bench variants=a,b (or ids=A,B) -- CMD "

@@ -286,7 +286,10 @@ def nightly_cases() -> list[Case]:
                        ("variants-empty", '[[matrix]]\nrecipe = "demo"\nvariants = []\n'),
                        ("timeout-0", '[[matrix]]\nrecipe = "demo"\nvariants = ["release"]\ntimeout_s = 0\n'),
                        ("history-str", 'history = "x"\n[[matrix]]\nrecipe = "demo"\nvariants = ["r"]\n'),
-                       ("unknown", 'x = 1\n[[matrix]]\nrecipe = "demo"\nvariants = ["r"]\n')]:
+                       ("unknown", 'x = 1\n[[matrix]]\nrecipe = "demo"\nvariants = ["r"]\n'),
+                       ("fail-on-unknown", 'fail_on = ["abi", "weather"]\n' + base.format(s='"true"')),
+                       ("targets-bad", base.format(s='"true"') + 'targets = ["c10; rm -rf /"]\n'),
+                       ("buildbot-tag", base.format(s='"true"') + '[buildbot]\nworkers = [{name = "w", tags = ["tpu"]}]\n')]:
         night(name, text)
     cases.append(Case("nightly:missing", ["nightly", "config=/nonexistent.toml"]))
     cases.append(Case("nightly:dir", ["nightly", "config=/"]))

@@ -221,3 +221,73 @@ def test_shipped_github_workflow_uses_what_the_matrix_prints(project, tmp_path):
     keys = set(json.loads(res.stdout)[0])
     used = set(re.findall(r"(?<![\w.])matrix\.([a-z_]+)", workflow))
     assert used and used <= keys, used - keys
+
+
+GPU_CELL = """
+[[matrix]]
+recipe = "cudademo"
+variants = ["release"]
+requires_gpu = true
+"""
+
+
+def test_preflight_before_any_cell_builds(bot, tmp_path):
+    """push=1 without a signing key, an unwritable cache, an HTTP cache without credentials, a
+    GPU cell on a worker not tagged gpu: one line, exit 2, before anything builds."""
+    reports = tmp_path / "reports"
+    bot.config(CONFIG)
+    before = sorted((bot.store / "store").glob("*")) if (bot.store / "store").is_dir() else []
+
+    def doit(*args: str, **env: str) -> DoitResult:
+        return run_doit(bot.project, "nightly", *args, f"store={bot.store}", f"reports={reports}",
+                        env={**bot.env, **env})
+
+    cases = [
+        ({"ORCH_CACHE_SIGNING_KEY": ""}, "nightly preflight: push needs a signing key: set ORCH_CACHE_SIGNING_KEY"),
+        ({"ORCH_CACHE_CONFIG": str(_cache_toml(tmp_path / "gone.toml", "file:///nonexistent/nightly-cache"))},
+         "nightly preflight: cache file:///nonexistent/nightly-cache is not writable: "),
+        ({"ORCH_CACHE_CONFIG": str(_cache_toml(tmp_path / "http.toml", "http://127.0.0.1:9/cache/")),
+          "ORCH_CACHE_TOKEN": "", "ORCH_CACHE_USER": "", "ORCH_CACHE_PASSWORD": ""},
+         "nightly preflight: push to http://127.0.0.1:9/cache/ needs write credentials: set ORCH_CACHE_TOKEN"),
+    ]
+    for i, (env, msg) in enumerate(cases):  # the local run and (once) a CI cell job
+        for args in (("push=1",), ("push=1", "cell=demo/release", "run=p1"))[:2 if i == 0 else 1]:
+            res = doit(*args, **env)
+            assert res.returncode == 2 and "Traceback" not in res.output, res.output
+            assert msg in res.stderr and res.stderr.count("\n") == 1, res.stderr
+            assert res.stderr.rstrip().endswith("nothing was built"), res.stderr
+    bot.config(CONFIG + GPU_CELL)
+    res = doit("cell=cudademo/release", "run=p1", "push=0", ORCH_NIGHTLY_WORKER_TAGS="cpu")
+    assert res.returncode == 2 and "nightly preflight: cell cudademo/release needs a worker tagged gpu; " \
+        "this one is tagged cpu (ORCH_NIGHTLY_WORKER_TAGS)" in res.stderr, res.output
+    assert not reports.exists()
+    assert (sorted((bot.store / "store").glob("*")) if (bot.store / "store").is_dir() else []) == before
+
+
+def _cache_toml(path: Path, url: str) -> Path:
+    path.write_text(f'[cache]\nsubstituters = ["{url}"]\n')
+    return path
+
+
+def test_shipped_pytorch_nightly_configs_are_valid(project, tmp_path):
+    """nightly-pytorch.toml (the whole tree, by hand) and nightly-pytorch-c10.toml (its CI
+    form on the c10 slice): checked completely (recipes and variants exist) by the verb."""
+    import tomllib
+
+    from orchestrator.model.nightly import NightlyConfig
+
+    repo = Path(__file__).resolve().parents[1]
+    for name, targets in (("nightly-pytorch.toml", []), ("nightly-pytorch-c10.toml", ["c10"])):
+        res = run_doit(project, "nightly", "matrix", "format=json", f"config={repo / name}",
+                       f"store={tmp_path / 'store'}")
+        assert res.returncode == 0, res.output
+        assert [c["cell"] for c in json.loads(res.stdout)] == ["pytorch2/relwithdebinfo", "pytorch2/release"]
+        config = NightlyConfig.model_validate(tomllib.loads((repo / name).read_text()))
+        [entry] = config.matrix
+        assert config.push and "abi" in config.fail_on and entry.targets == targets
+        smoke = " ".join(entry.smoke)
+        if targets:
+            assert "libc10.so" in smoke
+        else:
+            assert "import torch" in smoke and "m(torch.randn(8, 64))" in smoke
+            assert entry.bench and entry.bench_metric == "median"

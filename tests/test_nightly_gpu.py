@@ -43,4 +43,12 @@ def test_gpu_cell_builds_everywhere_and_smokes_only_on_a_gpu(project, tmp_path, 
     res = run_doit(project, "nightly", "report", "run=g1", f"store={store}", f"reports={reports}")
     assert res.returncode == 0, res.output
     md = (reports / "index.md").read_text()
-    assert "| cudademo/release | " + ("ok" if visible else "skipped (smoke) | no GPU visible") in md
+    merged = json.loads((reports / "nightly-g1.json").read_text())
+    if visible:
+        assert "| cudademo/release | ok" in md and merged["cells"][0]["state"] == "ok"
+    else:  # skipped, and it has never run on a GPU: said as such, not a bare "–"
+        assert "| ∅ | cudademo/release | never ran on a GPU (smoke) | no GPU visible" in md
+        assert merged["cells"][0]["state"] == "nogpu" and merged["cells"][0]["never_on_gpu"] is True
+        assert "∅ cudademo/release: never ran on a GPU (no GPU visible" in res.stderr
+        html = (reports / "index.html").read_text()
+        assert "never ran on a GPU: no GPU visible" in html and "<td class='nogpu'" in html

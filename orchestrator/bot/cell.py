@@ -19,6 +19,7 @@ from typing import Any
 from orchestrator.activation import activate
 from orchestrator.bot.abi_diff import highest_glibc, store_summary
 from orchestrator.bot.matrix import Cell, cell_path
+from orchestrator.bot.provenance import host, repo_state
 from orchestrator.builders.process import BuildFailed
 from orchestrator.errors import CheckFailed, UserError
 from orchestrator.fs import write_atomic
@@ -90,13 +91,22 @@ def _failed(cell: dict[str, Any], stage: str, error: str, report: str | None, t0
             "tail": tail(report or error), "seconds": round(time.monotonic() - t0, 2)}
 
 
+def build_times(origin: str, build_s: float | None) -> dict[str, Any]:
+    """The artifact's build time is this night's only when this night built it."""
+    return {"build_seconds": build_s} if origin == "built" else {"original_build_seconds": build_s}
+
+
 def run_cell(settings: Settings, store: Store, reports: Path, cell: Cell, entry: MatrixEntry,
              push: bool) -> dict[str, Any]:
     """Run one cell; never raises for a failure of the cell itself."""
     t0 = time.monotonic()
     result: dict[str, Any] = {"recipe": cell.recipe, "variant": cell.variant, "cell": cell.name,
                               "requires_gpu": cell.requires_gpu, "status": "ok",
-                              "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+                              "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                              "host": host(), "repo": repo_state(settings.repo_root)}
+    if entry.targets:  # a partial build, as `doit build targets=...`
+        settings = replace(settings, vars={**settings.vars, "targets": ",".join(entry.targets)})
+        result["targets"] = entry.targets
     if cell.track:
         try:
             settings, result["source"] = track_branch(settings, store, cell)
@@ -116,7 +126,7 @@ def run_cell(settings: Settings, store: Store, reports: Path, cell: Cell, entry:
     verify = manifest.verify or {}
     result.update({"id": r.plan.artifact_id, "origin": r.origin, "path": str(r.path),
                    "size": manifest.total_size(), "glibc": highest_glibc(abi),
-                   "build_seconds": (manifest.timings or {}).get("build_s"),
+                   **build_times(r.origin, (manifest.timings or {}).get("build_s")),
                    "verify": {k: verify[k] for k in ("ok", "checks", "failures", "first_failures",
                                                      "max_versions", "forced") if k in verify}})
     ws_dir = store.root / "bot-workspaces" / cell.key

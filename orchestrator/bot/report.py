@@ -18,8 +18,11 @@ from typing import Any
 from orchestrator.bench.trend import add_perf, perf_line
 from orchestrator.bot import abi_diff
 from orchestrator.bot.matrix import Cell, cell_path
+from orchestrator.bot.states import (MARKS, WORDS, cell_state, fails_night, human_seconds, human_size,
+                                     mark_gpu_history, night_times)
 from orchestrator.fs import write_atomic
 from orchestrator.hashing import pretty_json
+from orchestrator.store_layout import MANIFEST_NAME
 
 # What the history keeps of a cell (the run report keeps everything).
 SLIM_DROP = ("smoke", "path")
@@ -84,22 +87,43 @@ def failure_reason(c: dict[str, Any]) -> str:
     return ""
 
 
-def merge(reports: Path, run: str, cells: list[Cell], history_len: int) -> dict[str, Any]:
+def cell_links(reports: Path, run: str, c: dict[str, Any]) -> dict[str, str]:
+    """Links (relative to the reports directory, or the record's URL) to a cell's files."""
+    key = f"{c['recipe']}@{c['variant']}"
+    links = {}
+    if c["status"] != "missing":
+        links["json"] = f"runs/{run}/cells/{key}.json"
+    if (reports / "runs" / run / "logs" / f"{key}.log").is_file():
+        links["log"] = f"runs/{run}/logs/{key}.log"
+    if c.get("pushed") and c.get("id"):
+        links["record"] = f"{c['pushed']['url'].rstrip('/')}/ac/{c['id']}.json"
+    elif c.get("path"):
+        links["record"] = (Path(c["path"]) / MANIFEST_NAME).as_uri()
+    return links
+
+
+def merge(reports: Path, run: str, cells: list[Cell], history_len: int,
+          fail_on: list[str]) -> dict[str, Any]:
     """Write nightly-<run>.json and history.json; return the merged run."""
     results = read_cells(reports, run, cells)
     history = read_history(reports)
     add_abi_diffs(reports, history, run, results)
     add_perf(history, run, results)
+    mark_gpu_history(history, run, results)
     counts: dict[str, int] = {}
     for c in results:
-        counts[c["status"]] = counts.get(c["status"], 0) + 1
-    started = min((c["started"] for c in results if c.get("started")), default=None)
-    merged = {"run": run, "started": started,
+        c["state"] = cell_state(c)
+        c["links"] = cell_links(reports, run, c)
+        counts[c["state"]] = counts.get(c["state"], 0) + 1
+    times = night_times(results)
+    repo = next((c["repo"] for c in results if c.get("repo")), None)
+    merged = {"run": run, **times, "repo": repo,
+              "hosts": sorted({c["host"] for c in results if c.get("host")}),
               "merged": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-              "ok": all(c["status"] in ("ok", "skipped") for c in results),
+              "fail_on": list(fail_on), "ok": not any(fails_night(c, fail_on) for c in results),
               "counts": counts, "cells": results}
     write_atomic(reports / f"nightly-{run}.json", pretty_json(merged))
-    slim = {"run": run, "started": started, "ok": merged["ok"],
+    slim = {"run": run, **times, "repo": repo, "hosts": merged["hosts"], "ok": merged["ok"],
             "cells": [{k: v for k, v in c.items() if k not in SLIM_DROP} | _slim_abi(c) for c in results]}
     at = next((i for i, h in enumerate(history) if h.get("run") == run), None)
     if at is None:
@@ -123,14 +147,16 @@ def console_lines(merged: dict[str, Any]) -> list[str]:
     """One line per cell with its failure reason, then the failure's last lines."""
     out = []
     for c in merged["cells"]:
-        line = f"{c['cell']}: {c['status']}"
+        state = c.get("state") or cell_state(c)
+        line = f"{MARKS[state]} {c['cell']}: {c['status'] if state in ('ok', 'failed', 'skipped') else WORDS[state]}"
         if reason := failure_reason(c):
             line += f" at {reason}" if c["status"] == "failed" else f" ({reason})"
         if c.get("source"):
             line += f" [{c['source']['branch']} @ {c['source']['commit'][:12]}]"
         regs = (c.get("abi_diff") or {}).get("regressions") or []
         if regs:
-            line += f"; ABI regression: {regs[0]}" + (f" (+{len(regs) - 1} more)" if len(regs) > 1 else "")
+            line += ("" if state == "abi" else "; ABI regression") + f": {regs[0]}" + \
+                (f" (+{len(regs) - 1} more)" if len(regs) > 1 else "")
         if perf := perf_line(c):
             line += f"; {perf}"
         out.append(line)
@@ -145,21 +171,28 @@ def _md(text: str) -> str:
 
 def render_markdown(history: list[dict[str, Any]], merged: dict[str, Any]) -> str:
     """index.md: the latest run with reasons, then every kept run one row per cell."""
+    repo = merged.get("repo") or {}
     lines = ["# Nightly builds", "", f"## Run {merged['run']} — "
              f"{'ok' if merged['ok'] else 'FAILED'}", "",
-             "| cell | status | reason | commit | id | origin | build s | size | GLIBC / GLIBCXX | ABI |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             f"Started {merged.get('started')}, wall time {human_seconds(merged.get('wall_seconds'))}; "
+             f"commit {(repo.get('commit') or '?')[:12]} on {repo.get('branch') or '?'}; "
+             f"hosts {', '.join(merged.get('hosts') or []) or '?'}.", "",
+             "| | cell | state | reason | commit | id | origin | cell wall | built in | size | GLIBC / GLIBCXX | ABI |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in merged["cells"]:
         d = c.get("abi_diff") or {}
         abi = ("REGRESSION: " + _md(d["regressions"][0])) if d.get("regressions") else \
             (f"+{d['added']} −{d['removed']} symbols" if "added" in d else "")
         abi += (" " + _md(perf_line(c))) if perf_line(c) else ""
         g = c.get("glibc") or {}
+        state = c.get("state") or cell_state(c)
         lines.append(
-            f"| {c['cell']} | {c['status']}{' (' + c['stage'] + ')' if c.get('stage') else ''} | "
+            f"| {MARKS[state]} | {c['cell']} | {c['status'] if state in ('ok', 'failed', 'skipped') else WORDS[state]}"
+            f"{' (' + c['stage'] + ')' if c.get('stage') else ''} | "
             f"{_md(failure_reason(c))[:300]} | {(c.get('source') or {}).get('commit', '')[:12]} | "
-            f"{c.get('id', '')[:12]} | {c.get('origin', '')} | {c.get('build_seconds') or ''} | "
-            f"{c.get('size', '')} | {g.get('GLIBC', '')} / {g.get('GLIBCXX', '')} | {abi} |")
+            f"{c.get('id', '')[:12]} | {c.get('origin', '')} | {human_seconds(c.get('seconds'))} | "
+            f"{human_seconds(c.get('build_seconds')) or 'not built this night'} | "
+            f"{human_size(c.get('size'))} | {g.get('GLIBC', '')} / {g.get('GLIBCXX', '')} | {abi} |")
     lines += ["", "## History", "", "| run | cell | status | reason | id |", "|---|---|---|---|---|"]
     for run in reversed(history):
         for c in run["cells"]:
@@ -174,7 +207,7 @@ def summary_json(merged: dict[str, Any], reports: Path) -> dict[str, Any]:
     return {"run": merged["run"], "ok": merged["ok"], "counts": merged["counts"],
             "report": str(reports / f"nightly-{merged['run']}.json"),
             "html": str(reports / "index.html"),
-            "cells": [{"cell": c["cell"], "status": c["status"], "stage": c.get("stage"),
+            "cells": [{"cell": c["cell"], "status": c["status"], "state": c.get("state"), "stage": c.get("stage"),
                        "reason": failure_reason(c), "id": c.get("id"),
                        "commit": (c.get("source") or {}).get("commit"),
                        "abi_regressions": len((c.get("abi_diff") or {}).get("regressions") or [])}
