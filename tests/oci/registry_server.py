@@ -133,12 +133,14 @@ class RegistryServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         if not self.config.exists():
             self._write_config()
-        self.proc = subprocess.Popen([registry_binary(), "serve", str(self.config)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        log = self.workdir / "registry.log"  # a file: a full pipe would stall the registry
+        with open(log, "ab") as out:
+            self.proc = subprocess.Popen([registry_binary(), "serve", str(self.config)],
+                                         stdout=subprocess.DEVNULL, stderr=out)
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                err = self.proc.stderr.read().decode() if self.proc.stderr else ""
+                err = log.read_text(errors="replace")
                 raise RuntimeError(f"docker-registry exited: {err.strip()[-2000:]}")
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
