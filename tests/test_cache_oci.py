@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Iterator
@@ -198,6 +199,9 @@ class _Bad(BaseHTTPRequestHandler):
         elif mode == "redirect":
             self._send(307, b"", {"Location": f"http://127.0.0.2:{self.server.server_address[1]}"
                                               f"{self.path}"})
+        elif mode == "stalled":  # answers after the client's overall deadline (timeout = 1)
+            time.sleep(3)
+            self._send(404, b"{}")
         elif mode == "oversized":  # no Content-Length: the reader's own limit must stop it
             self.send_response(200)
             self.send_header("Content-Type", "application/vnd.oci.image.manifest.v1+json")
@@ -219,9 +223,14 @@ class _Bad(BaseHTTPRequestHandler):
         pass
 
 
+class _Quiet(ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # the stalled case's client hangs up first: expected
+
+
 @pytest.fixture(scope="module")
 def bad_registry() -> Iterator[int]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Bad)
+    server = _Quiet(("127.0.0.1", 0), _Bad)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield server.server_address[1]
     server.shutdown()
@@ -231,7 +240,8 @@ def bad_registry() -> Iterator[int]:
 BAD = {"unauthorized": "401): set ORCH_CACHE_TOKEN", "forbidden": "403): the registry forbids",
        "broken": "500 Internal Server Error (UNKNOWN: disk \\x1b[31mgone)",
        "redirect": "redirected GET to another host (127.0.0.2",
-       "oversized": "larger than 4194304 bytes", "missing": "no substituter has"}
+       "oversized": "larger than 4194304 bytes", "missing": "no substituter has",
+       "stalled": "gave up after 1s, the overall deadline"}
 
 
 @pytest.mark.parametrize("case", sorted(BAD))
@@ -241,7 +251,8 @@ def test_bad_registry_is_one_line(case: str, bad_registry: int, registry: Regist
         f"oci://127.0.0.1:{bad_registry}/{case}/cache"
     cfg = tmp_path / "cache.toml"
     cfg.write_text(f"[cache]\nsubstituters = [{json.dumps(url)}]\n"
-                   f"trusted-keys = [{json.dumps(KEY.public.line())}]\ntimeout = 5\n")
+                   f"trusted-keys = [{json.dumps(KEY.public.line())}]\n"
+                   f"timeout = {1 if case == 'stalled' else 5}\n")
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("ORCH_")},
            "ORCH_CACHE_CONFIG": str(cfg), "ORCH_NO_PROGRESS": "1"}
     store = tmp_path / "store"
