@@ -124,9 +124,10 @@ class OciBackend:
             if raw is None:
                 return None
             pointer = parse_manifest(raw, f"{self.url}{key}", key)
-            if len(pointer.layers) != 1:
+            if len(pointer.layers) != 1 or \
+                    pointer.layers[0].annotations.get(KEY_ANNOTATION) != key:
                 raise CacheError(f"refused {self.url}{key}: its pointer names "
-                                 f"{len(pointer.layers)} blobs, not one")
+                                 f"{len(pointer.layers)} blobs, not this one")
             found = pointer.layers[0].model_dump(mode="json")
         with self._lock:
             self._known[key] = found
