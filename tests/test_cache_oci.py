@@ -29,7 +29,7 @@ from orchestrator.cache.backend import blob_key, record_key  # noqa: E402
 from orchestrator.cache.backends import open_backend  # noqa: E402
 from orchestrator.cache.cache_toml import CacheConfig, Credentials  # noqa: E402
 from orchestrator.cache.errors import CacheError  # noqa: E402
-from orchestrator.cache.oci_manifest import MANIFEST_LIMIT, tag_part  # noqa: E402
+from orchestrator.cache.oci_manifest import KEY_ANNOTATION, MANIFEST_LIMIT, tag_part  # noqa: E402
 from orchestrator.cache.pack_upload import PACK_FILE_MAX  # noqa: E402
 from orchestrator.cache.pull import pull  # noqa: E402
 from orchestrator.cache.push import push_many  # noqa: E402
@@ -276,3 +276,56 @@ def test_url_is_checked(tmp_path: Path) -> None:
         open_backend("oci://127.0.0.1:1/x", _config("oci://127.0.0.1/x")).get("cas/" + "0" * 64)
     assert record_key("a" * 40) == f"ac/{'a' * 40}.json"
     assert tag_part("rel+debug/" + "v" * 50) == "rel_debug_" + "v" * 30  # OCI tag charset
+
+
+# ---- hostile manifests ------------------------------------------------------------------------
+
+def _swap(doc: dict) -> tuple[dict, str]:
+    return doc, "is not the one for"
+
+
+def _pack_lie(doc: dict) -> tuple[dict, str]:
+    packs = [d for d in doc["layers"] if d["annotations"][KEY_ANNOTATION].startswith("packs/")]
+    other = next(d for d in doc["layers"] if d["digest"] != packs[0]["digest"])
+    packs[0]["digest"], packs[0]["size"] = other["digest"], other["size"]
+    return doc, "but names sha256:"
+
+
+def _config_media(doc: dict) -> tuple[dict, str]:
+    doc["config"]["mediaType"] = "application/vnd.oci.image.config.v1+json"
+    return doc, "its config is 'application/vnd.oci.image.config.v1+json'"
+
+
+def _no_key(doc: dict) -> tuple[dict, str]:
+    del doc["layers"][0]["annotations"]
+    return doc, "layer 0 has no cache key"
+
+
+
+HOSTILE = {"swapped-tag": _swap, "pack-digest-lie": _pack_lie, "config-media": _config_media,
+           "layer-without-key": _no_key}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_manifest_is_refused(case: str, registry: RegistryServer,  # noqa: F811
+                                     tmp_path: Path) -> None:
+    """Manifests the registry accepts (their blobs exist) but that lie about the cache."""
+    repo = f"team/manifest-{case}"
+    url = registry.url(repo)
+    store_a = Store(tmp_path / "A").ensure()
+    art, other = _commit(store_a, "real"), _commit(store_a, "victim")
+    push_many([art], _config(url), KEY)
+    api = f"http://127.0.0.1:{registry.port}/v2/{repo}/manifests/"
+    accept = {"Accept": "application/vnd.oci.image.manifest.v1+json"}
+    doc = requests.get(api + f"ac-{Store.read_manifest(art).id}", headers=accept, timeout=10).json()
+    target = Store.read_manifest(other if case == "swapped-tag" else art).id
+    doc, fragment = HOSTILE[case](doc)
+    put = requests.put(api + f"ac-{target}", data=json.dumps(doc),
+                       headers={"Content-Type": doc["mediaType"]}, timeout=10)
+    assert put.status_code == 201, put.text
+    root = tmp_path / "B"
+    with pytest.raises(CacheError) as err:
+        pull(Store(root), target, _config(url))
+    message = str(err.value)
+    assert fragment in message and "refused" in message and "\n" not in message, message
+    assert store_is_untouched(root)
