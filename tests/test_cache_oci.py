@@ -301,7 +301,6 @@ def _no_key(doc: dict) -> tuple[dict, str]:
     return doc, "layer 0 has no cache key"
 
 
-
 HOSTILE = {"swapped-tag": _swap, "pack-digest-lie": _pack_lie, "config-media": _config_media,
            "layer-without-key": _no_key}
 
