@@ -46,6 +46,7 @@ class OciBackend:
         self._known: dict[str, dict] = {}   # blob key -> layer descriptor
         self._lock = threading.Lock()
         self._empty_there = False
+        self._empty_lock = threading.Lock()
 
     def _deadline(self, verb: str, key: str, size: int = 0) -> Deadline:
         return Deadline(blob_deadline(self.deadline_s, size), f"cache {self.url}: {verb} {key}")
@@ -224,13 +225,17 @@ class OciBackend:
             return sent
 
     def _ensure_empty(self) -> None:
-        if self._empty_there:
-            return
-        with self.client.send("HEAD", f"{self.client.api}blobs/{EMPTY_DIGEST}", "{}") as r:
-            there = r.status_code == 200
-        if not there:
-            upload_blob(self.client, lambda: [EMPTY_CONFIG], "the empty config", EMPTY_DIGEST)
-        self._empty_there = True
+        """The `{}` config of pointers, uploaded once (two concurrent uploads of one digest
+        made distribution 2.8 refuse a manifest naming it: DIGEST_INVALID)."""
+        with self._empty_lock:
+            if self._empty_there:
+                return
+            with self.client.send("HEAD", f"{self.client.api}blobs/{EMPTY_DIGEST}", "{}") as r:
+                there = r.status_code == 200
+            if not there:
+                upload_blob(self.client, lambda: [EMPTY_CONFIG], "the empty config",
+                            EMPTY_DIGEST)
+            self._empty_there = True
 
     def _put_manifest(self, tag: str, data: bytes, key: str) -> None:
         what = f"{key} (manifest {tag})"
