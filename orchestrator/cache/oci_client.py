@@ -25,6 +25,7 @@ REPO_RE = re.compile(r"^[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:
 REDIRECTS = (301, 302, 303, 307, 308)
 MAX_HOPS = 3
 ERROR_BODY_LIMIT = 4096
+SMALL_BODY = 64 << 10
 
 
 def split_oci_url(url: str) -> tuple[str, str]:
@@ -42,6 +43,19 @@ def split_oci_url(url: str) -> tuple[str, str]:
 def _origin(url: str) -> tuple[str, str, int | None]:
     p = urlsplit(url)
     return p.scheme, (p.hostname or "").lower(), p.port
+
+
+def _drained(r: requests.Response, method: str) -> requests.Response:
+    """Read a small body that no caller streams (HEAD, 201/202, errors, 404) now, so that
+    closing the response keeps its connection in the pool instead of dropping it."""
+    length = r.headers.get("Content-Length", "")
+    if method == "HEAD" or (r.status_code != 200 and length.isdigit()
+                            and int(length) <= SMALL_BODY):
+        try:
+            r.content  # noqa: B018 - reads and marks the body consumed
+        except requests.RequestException:
+            pass  # the caller's own read reports it
+    return r
 
 
 class RegistryClient:
@@ -83,7 +97,8 @@ class RegistryClient:
     def _registry_error(resp: requests.Response) -> str:
         """The registry's own error code and message ({"errors": [{code, message}]})."""
         try:
-            raw = resp.raw.read(ERROR_BODY_LIMIT, decode_content=True) if resp.raw else b""
+            raw = resp.content[:ERROR_BODY_LIMIT] if resp._content_consumed \
+                else resp.raw.read(ERROR_BODY_LIMIT, decode_content=True)
             first = json.loads(raw)["errors"][0]
             return f" ({str(first.get('code', ''))[:60]}: {str(first.get('message', ''))[:200]})"
         except Exception:  # noqa: BLE001 - any body that is not the documented shape: no detail
@@ -109,7 +124,7 @@ class RegistryClient:
                 renewed = True
                 continue
             if r.status_code not in REDIRECTS:
-                return r
+                return _drained(r, method)
             r.close()
             target = urljoin(url, r.headers.get("Location", ""))
             if _origin(target) != _origin(self.base):
