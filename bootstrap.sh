@@ -10,9 +10,9 @@ cd "$(dirname "$0")"
 . .ci/steps.sh  # step (named, logged), apt_get (waits for the dpkg lock), next_steps
 
 # What the tool and its tests need from the system: the interpreter and venv module, the
-# compilers, gdb and nginx (WebDAV cache tests), dpkg-dev (dpkg-deb) and apt (lldb-14 debs),
+# compilers, gdb, nginx (WebDAV cache tests) and docker-registry (OCI cache tests), dpkg-dev (dpkg-deb) and apt (lldb-14 debs),
 # and the shared libraries the unpacked lldb-14 links against that its debs do not carry.
-PACKAGES=(python3 python3-venv python3-dev gcc g++ make gdb nginx-light dpkg-dev ca-certificates curl zstd binutils distcc chromium
+PACKAGES=(python3 python3-venv python3-dev gcc g++ make gdb nginx-light docker-registry dpkg-dev ca-certificates curl zstd binutils distcc chromium
           libllvm14 libclang-cpp14 libedit2 libxml2)
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -20,8 +20,13 @@ import pytest
 import zstandard
 
 sys.path.insert(0, str(Path(__file__).parent / "nginx"))
+sys.path.insert(0, str(Path(__file__).parent / "oci"))
 from nginx_fixtures import nginx  # noqa: E402,F401  (fixture)
 from nginx_server import PASSWORD, USER, NginxServer, free_port  # noqa: E402
+from registry_fixtures import token_registry  # noqa: E402,F401  (fixture)
+from registry_server import PASSWORD as OCI_PASSWORD  # noqa: E402
+from registry_server import USER as OCI_USER  # noqa: E402
+from registry_server import RegistryServer  # noqa: E402
 
 from conftest import make_store  # noqa: E402
 from orchestrator.cache.signing import SecretKey  # noqa: E402
@@ -142,6 +147,35 @@ def test_push_then_teammate_pulls_and_switches(team: Team) -> None:
     b = json.loads((team.store_b / "store" / artifacts(team.store_b)[0] / "manifest.json")
                    .read_text())
     assert a["files"] == b["files"] and b["origin"]["kind"] == "substituted"
+
+
+def test_oci_registry_push_gc_then_teammate_switches(team: Team, tmp_path: Path,
+                                                     token_registry: RegistryServer) -> None:  # noqa: F811
+    """The same flow against a real OCI registry behind token auth, with a garbage-collect
+    between the push and the teammate's switch."""
+    url = token_registry.url("team/e2e")
+    config = team.write_config(tmp_path / "oci.toml", [url])
+    denied = team.doit("push", f"store={team.store_a}", check=False,
+                       env=team.env(ORCH_CACHE_CONFIG=str(config),
+                                    ORCH_CACHE_SIGNING_KEY=str(team.keys / "team-1.secret")))
+    assert denied.returncode == 2 and "401" in denied.stderr, denied.stderr
+    assert len([ln for ln in denied.stderr.splitlines() if ln.strip()]) == 1, denied.stderr
+    pushed = team.doit("push", f"store={team.store_a}", "format=json",
+                       env={**team.pusher_env(), "ORCH_CACHE_CONFIG": str(config),
+                            "ORCH_CACHE_USER": OCI_USER, "ORCH_CACHE_PASSWORD": OCI_PASSWORD})
+    assert json.loads(pushed.stdout)["stats"]["blobs_uploaded"] > 0
+    token_registry.garbage_collect()
+    [toolchain] = (team.store_a / "toolchains").iterdir()
+    store_c = make_store(tmp_path / "C", toolchain.resolve())
+    (tmp_path / "ws").mkdir()
+    sw = team.doit("switch", f"store={store_c}", f"workspace={tmp_path / 'ws'}",
+                   env=team.env(ORCH_CACHE_CONFIG=str(config)))
+    assert f"substituted from {url}/" in sw.stderr, sw.stderr
+    assert artifacts(store_c) == artifacts(team.store_a)
+    run = subprocess.run(["bash", "-c", '. .orch/env.sh && python -c '
+                          '"import demo; print(demo.build_type(), demo.add([1, 2], [3, 4]))"'],
+                         cwd=tmp_path / "ws", capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.split()[0] == "RelWithDebInfo", run.stderr
 
 
 # ---- refusals ------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Crafted cache records, validly signed by a trusted key, against file:// and a real nginx.
+"""Crafted cache records, validly signed by a trusted key, against file://, a real nginx and a
+real OCI registry (docker-registry).
 
 Each must be refused before anything is written (nothing in the store, no staging dir
 left), with one message naming its true cause and no raw control characters; and
@@ -19,8 +20,11 @@ import pytest
 import zstandard
 
 sys.path.insert(0, str(Path(__file__).parent / "nginx"))
+sys.path.insert(0, str(Path(__file__).parent / "oci"))
 from nginx_fixtures import nginx  # noqa: E402,F401  (fixture)
 from nginx_server import PASSWORD, USER, NginxServer  # noqa: E402
+from registry_fixtures import registry  # noqa: E402,F401  (fixture)
+from registry_server import RegistryServer  # noqa: E402
 
 from orchestrator.cache import substitute  # noqa: E402
 from orchestrator.cache.backend import blob_key, record_key  # noqa: E402
@@ -120,8 +124,12 @@ def artifact(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _artifact(tmp_path_factory.mktemp("hostile") / "art")
 
 
-@pytest.fixture(params=["file", "http"])
+@pytest.fixture(params=["file", "http", "oci"])
 def cache_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "oci":
+        server: RegistryServer = request.getfixturevalue("registry")
+        name = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")
+        return server.url(f"hostile/{name}")
     if request.param == "http":
         server: NginxServer = request.getfixturevalue("nginx")
         return server.url("cache") + f"hostile-{request.node.name.split('[')[-1].strip(']')}/"

@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "oci"))
+from registry_fixtures import registry  # noqa: E402,F401  (fixture)
+from registry_server import RegistryServer  # noqa: E402
 
 from orchestrator import toolchain as tc
 from orchestrator import tree_manifest
@@ -48,13 +53,12 @@ def fake_toolchain(store: Store, lock) -> Path:  # noqa: ANN001
     return root
 
 
-@pytest.fixture
-def team(tmp_path, monkeypatch):
+def _team(tmp_path, monkeypatch, url: str | None = None):  # noqa: ANN001, ANN202
     key = SecretKey.generate("team-1")
     cache = tmp_path / "cache"
     cache.mkdir()
     cfg = tmp_path / "cache.toml"
-    cfg.write_text(f'[cache]\nsubstituters = ["file://{cache}"]\n'
+    cfg.write_text(f'[cache]\nsubstituters = ["{url or f"file://{cache}"}"]\n'
                    f'trusted-keys = ["{key.public.line()}"]\njobs = 2\n')
     monkeypatch.setenv("ORCH_CACHE_CONFIG", str(cfg))
     monkeypatch.setenv("ORCH_NO_PROGRESS", "1")
@@ -63,7 +67,19 @@ def team(tmp_path, monkeypatch):
     root_a = fake_toolchain(store_a, lock)
     push_toolchain(root_a, lock, load_config(REPO), key)
     store_b = Store(tmp_path / "elsewhere" / "b").ensure()
-    return {"key": key, "cache": cache, "cfg": cfg, "lock": lock, "a": root_a, "b": store_b}
+    return {"key": key, "cache": cache, "cfg": cfg, "lock": lock, "a": root_a, "b": store_b,
+            "url": url or "file://"}
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch):
+    return _team(tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def oci_team(tmp_path, monkeypatch, registry: RegistryServer):  # noqa: F811
+    """The same, pushed to a real OCI registry (docker-registry) instead."""
+    return _team(tmp_path, monkeypatch, registry.url("team/toolchains"))
 
 
 def no_build(monkeypatch) -> list[str]:  # noqa: ANN001
@@ -98,7 +114,7 @@ def test_pulled_toolchain_is_used_without_building(team, monkeypatch, capsys):
     assert calls == []
     root = got.root
     assert root == store.toolchains_dir / team["a"].name and root.is_dir()
-    assert "substituted from file://" in capsys.readouterr().err
+    assert f"substituted from {team['url']}" in capsys.readouterr().err
     assert (root / "venv" / "bin" / "tool").read_text().startswith(f"#!{root}/venv/bin/python\n")
     assert f"venv {root}/venv" in (root / "venv" / "pyvenv.cfg").read_text()
     assert str(team["a"]) not in (root / "venv" / "bin" / "tool").read_text()
@@ -107,6 +123,10 @@ def test_pulled_toolchain_is_used_without_building(team, monkeypatch, capsys):
     tc.check_toolchain(root, full=True)  # the manifest it wrote holds the relocated hashes
     assert tc.ensure_toolchain(store, team["lock"], substituter).root == root  # now present
     assert leftovers(store) == []
+
+
+def test_toolchain_pulled_from_an_oci_registry(oci_team, monkeypatch, capsys):
+    test_pulled_toolchain_is_used_without_building(oci_team, monkeypatch, capsys)
 
 
 @pytest.mark.parametrize("damage", ["untrusted", "signature", "blob", "path", "binary"])

@@ -35,13 +35,13 @@ CONFIG_ENV = "ORCH_CACHE_CONFIG"
 TOKEN_ENV = "ORCH_CACHE_TOKEN"
 USER_ENV = "ORCH_CACHE_USER"
 PASSWORD_ENV = "ORCH_CACHE_PASSWORD"
-URL_SCHEMES = ("http://", "https://", "file://")
+URL_SCHEMES = ("http://", "https://", "file://", "oci://")
 
 
 def check_url(url: str) -> str:
     """A cache URL urllib can take apart: a known scheme, a parseable host and port."""
     if not url.startswith(URL_SCHEMES):
-        raise ValueError(f"{url[:200]!r} must start with http://, https:// or file://")
+        raise ValueError(f"{url[:200]!r} must start with http://, https://, file:// or oci://")
     if any(ord(c) < 0x20 or c == "\x7f" for c in url):
         raise ValueError(f"{url[:200]!r} contains a control character")
     try:

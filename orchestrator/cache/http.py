@@ -58,19 +58,28 @@ class _DeadlineHTTPSPool(HTTPSConnectionPool):
     ConnectionCls = _DeadlineHTTPSConnection
 
 
+def deadline_adapter(config: CacheConfig) -> HTTPAdapter:
+    """GET/HEAD retried with backoff, one pool per host, connections that join a Deadline."""
+    retry = Retry(total=3, connect=3, read=2, status=3, backoff_factor=0.25,
+                  status_forcelist=RETRY_STATUS, allowed_methods={"GET", "HEAD"},
+                  raise_on_status=False)
+    adapter = HTTPAdapter(max_retries=retry, pool_connections=2, pool_maxsize=config.jobs + 4)
+    adapter.poolmanager.pool_classes_by_scheme = {"http": _DeadlineHTTPPool,
+                                                  "https": _DeadlineHTTPSPool}
+    return adapter
+
+
+def unreachable_reason(exc: Exception) -> str:
+    return _reason(exc)
+
+
 class HttpBackend:
     def __init__(self, url: str, config: CacheConfig, creds: Credentials) -> None:
         self.url = url if url.endswith("/") else url + "/"
         self.creds = creds
         self.timeout = (min(config.timeout, 10.0), config.timeout)
         self.session = requests.Session()
-        retry = Retry(total=3, connect=3, read=2, status=3, backoff_factor=0.25,
-                      status_forcelist=RETRY_STATUS, allowed_methods={"GET", "HEAD"},
-                      raise_on_status=False)
-        adapter = HTTPAdapter(max_retries=retry, pool_connections=2,
-                              pool_maxsize=config.jobs + 4)
-        adapter.poolmanager.pool_classes_by_scheme = {"http": _DeadlineHTTPPool,
-                                                      "https": _DeadlineHTTPSPool}
+        adapter = deadline_adapter(config)
         self.deadline_s = config.timeout
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)

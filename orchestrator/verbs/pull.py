@@ -37,7 +37,7 @@ def cmd_pull(settings: Settings) -> dict[str, Any]:
         raise UserError("no substituters configured: add URLs to substituters in cache.toml "
                         "(or point ORCH_CACHE_CONFIG at another file)")
     stats = TransferStats()
-    got = pull(store, artifact_id, config, stats=stats)
+    got = pull(store, artifact_id, config, stats=stats, quiet_misses=True)  # the error names them
     if got is None:
         raise CacheError(f"no substituter has {name}: "
                          f"{', '.join(config.substituters)}; build it with `doit build`")
