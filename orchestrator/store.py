@@ -128,12 +128,9 @@ class Store:
 
     def clean_stale(self) -> list[Path]:
         """Remove the stale temps (`stale_temps`); returns the ones this process removed.
-
-        Safe with any number of concurrent cleaners (two builds, a build and a gc): each
-        stale temp is first claimed by one rename to a temp name of this process, beside
-        it; only the cleaner whose rename succeeded removes it, and the others skip it (its
-        source name is gone). A cleaner killed while removing leaves a temp of its own pid,
-        stale in turn for the next one."""
+        Safe with concurrent cleaners (two builds, a build and a gc): each is claimed by a
+        rename to a temp name of this process first; only the cleaner whose rename worked
+        removes it. One killed meanwhile leaves a temp of its pid, stale for the next."""
         removed = []
         for p in self.stale_temps():
             claimed = temp_sibling(p.with_name(TEMP_RE.sub("", p.name).lstrip(".") or "stale"))
