@@ -14,7 +14,7 @@ from orchestrator.console import build_progress, clip_end, label_width, print_ph
 from orchestrator.errors import CheckFailed, UserError, is_no_space, no_space
 from orchestrator.process_group import Step, spawn
 
-NINJA_STATUS_RE = re.compile(r"^\[(\d+)/(\d+)\] ")
+NINJA_STATUS_RE = re.compile(r"^\s*\[(\d+)/(\d+)\] ")  # pip -v indents a backend's ninja
 NINJA_STATUS = "[%f/%t] "
 
 
