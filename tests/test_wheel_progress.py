@@ -8,7 +8,7 @@ import os
 import sys
 import time
 
-from orchestrator.builders.process import NINJA_STATUS_RE
+from orchestrator.builders.process import NINJA_STATUS_RE, step_label
 from orchestrator.builders.running_edges import running_edges
 from orchestrator.process_group import spawn
 
@@ -41,3 +41,6 @@ def test_the_compile_under_pip_and_its_backend_is_named(tmp_path):
 def test_ninja_status_indented_by_pip_counts():
     m = NINJA_STATUS_RE.match("  [3/7] c++ -MMD -c scale.cpp -o scale.o\n")
     assert m and (m[1], m[2]) == ("3", "7")
+    # cpp_extension's edges have no description: the bar names the output, not the compiler
+    line = "  [1/2] /usr/bin/g++ -MMD -c /s/csrc/main.cpp -o /store/build/k/src/build/t/csrc/main.o"
+    assert step_label(line[NINJA_STATUS_RE.match(line).end():]) == "t/csrc/main.o"  # type: ignore[union-attr]
