@@ -163,3 +163,9 @@ def test_pypi_fetch_failure_says_pips_cause(env):
            + 'fetch = { pypi = "iniconfig==2.0.0" }')
     assert_bad_input(env, env.doit("plan", "recipe=othername"),
                      "set source.file = 'iniconfig-2.0.0.tar.gz'")
+    # An index that cannot be read: pip's own line for it (its finder only logs it).
+    res = run_doit(env.project, "plan", "recipe=nosdist", f"store={env.store}", env={
+        "PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_EXTRA_INDEX_URL": "",
+        "PIP_FIND_LINKS": "", "PIP_CONFIG_FILE": os.devnull, "PIP_RETRIES": "0"})
+    assert_bad_input(env, res, "Could not fetch URL http://127.0.0.1:9/simple/iniconfig/",
+                     "Connection refused")

@@ -21,8 +21,21 @@ from pathlib import Path
 CAUSE = "cause: "
 
 FINDER = r'''
-import os, sys
+import logging, os, sys
 spec, dest = sys.argv[1], sys.argv[2]
+unread = []  # pip's finder only logs (debug) an index it could not read: kept for the cause
+
+
+class KeepUnread(logging.Handler):
+    def emit(self, record):
+        text = record.getMessage()
+        if text.startswith("Could not fetch URL"):
+            unread.append(text)
+
+
+logging.getLogger("pip").addHandler(KeepUnread())
+logging.getLogger("pip").setLevel(logging.DEBUG)  # it logs this at debug level
+logging.getLogger("pip").propagate = False
 try:
     from pip._internal.commands import create_command
     from pip._vendor.packaging.requirements import Requirement
@@ -40,7 +53,8 @@ try:
             where = ", ".join([*scope.index_urls, *scope.find_links]) or "no index (--no-index)"
             have = (f"its sdists are {', '.join(str(v) for v in sdists[-5:])}" if sdists
                     else f"no sdist of {req.name} at all")
-            print(f"cause: the index has no sdist for {spec} ({have}; looked in {where})",
+            also = f"; {unread[-1]}" if unread else ""  # an index it could not read
+            print(f"cause: the index has no sdist for {spec} ({have}; looked in {where}){also}",
                   file=sys.stderr)
             sys.exit(3)
         link = best.link
