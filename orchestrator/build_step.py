@@ -16,6 +16,7 @@ from pathlib import Path
 
 from orchestrator.builders.cmake_steps import CONFIGURE_STAMP
 from orchestrator.builders.compile_cache import launcher
+from orchestrator.builders.compile_cache.wrappers import build_path
 from orchestrator.builders.context import BuildContext
 from orchestrator.builders.install_map import InstallMap, install_sources
 from orchestrator.builders.registry import get_builder
@@ -37,6 +38,7 @@ def run_builder(settings: Settings, store: Store, plan: Plan, toolchain: Toolcha
     env = {**toolchain.build_env(),
            **cc.env(store.root, launcher.begin_stats(build_dir), plan.source_dir),
            **plan.variant.env, "MAX_JOBS": str(settings.jobs)}
+    env["PATH"] = build_path(env["PATH"], toolchain.venv / "bin", cc, build_dir)  # no stray launcher
     ctx = BuildContext(plan=plan, toolchain=toolchain, source_dir=plan.source_dir,
                        build_dir=build_dir, stage=stage, env=env, jobs=settings.jobs,
                        log=stage / "meta" / "build.log", compile_cache=cc,

@@ -82,7 +82,7 @@ def failed_dir(store: Store, plan: Plan) -> Path:
 
 
 def run_verify(stage: Path, plan: Plan, toolchain: Toolchain,
-               settings: Settings) -> tuple[dict, bool]:
+               settings: Settings, kept_in: Path) -> tuple[dict, bool]:
     """Verify the staged artifact: (the manifest's summary, whether it may be committed).
 
     A failure may be committed only with commit_failed=1, which the summary then records;
@@ -95,7 +95,9 @@ def run_verify(stage: Path, plan: Plan, toolchain: Toolchain,
     # (an fsync here cost 0.1-0.5 s of an incremental build on a busy disk).
     write_atomic(stage / "meta" / "verify.json", pretty_json(report.to_json()), durable=False)
     if not report.ok:
-        console.print(report.render(), markup=False)
+        where = ("meta/verify.json of the store entry" if report.forced
+                 else str(kept_in / "meta" / "verify.json"))
+        console.print(report.render(full_report=where), markup=False)
     summary = {**report.summary(), "rules": rules_digest(plan)}
     return summary, report.ok or settings.commit_failed
 
@@ -120,7 +122,8 @@ def build(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain) ->
                 raise keep_failed_build(store, plan, stage, build_dir, e) from None
             t1 = time.monotonic()
             with phase("verify") as outcome:
-                verify, committable = run_verify(stage, plan, toolchain, settings)
+                verify, committable = run_verify(stage, plan, toolchain, settings,
+                                                 failed_dir(store, plan))
                 outcome.failed = not verify["ok"]
             t2 = time.monotonic()
             if not committable:

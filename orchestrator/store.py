@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from orchestrator import roots_lock
-from orchestrator.fs import (durable_commits, fsync_dir, fsync_tree_level, is_stale_temp,
+from orchestrator.fs import (TEMP_RE, durable_commits, fsync_dir, fsync_tree_level, is_stale_temp,
                              make_writable, remove_tree, temp_in, temp_sibling, write_atomic)
 from orchestrator.hashing import pretty_json, remember_sha256
 from orchestrator.stage_record import NS, STAGE_RECORD, StageRecord, seen_of, write_record
@@ -41,6 +41,14 @@ class CommitStats:
 def pool_name(sha256: str, executable: bool) -> str:
     """The name of a content's inode in links/ (its exec bit is part of the inode)."""
     return sha256 + ("-x" if executable else "")
+
+
+def _entries(directory: Path) -> list[Path]:
+    """The entries of `directory`; none when it is not there (any more)."""
+    try:
+        return list(directory.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
 
 
 class Store:
@@ -111,18 +119,27 @@ class Store:
 
     def stale_temps(self) -> list[Path]:
         """Temps (`fs.temp_name`) in tmp/, toolchains/, store/, gcroots/, cache/, git/ and
-        each build/<key>/ whose owning process is gone."""
-        builds = [d for d in self.build_dir.iterdir() if d.is_dir()] \
-            if self.build_dir.is_dir() else []
+        each build/<key>/ whose owning process is gone. A directory another process removes
+        meanwhile is no error: it has no temps left."""
+        builds = [d for d in _entries(self.build_dir) if d.is_dir()]
         return [p for parent in (self.tmp_dir, self.toolchains_dir, self.store_dir,
                                  self.gcroots_dir, self.root / "cache", self.root / "git", *builds)
-                if parent.is_dir() for p in parent.iterdir() if is_stale_temp(p.name)]
+                for p in _entries(parent) if is_stale_temp(p.name)]
 
     def clean_stale(self) -> list[Path]:
-        """Remove the stale temps (`stale_temps`); returns them."""
-        removed = self.stale_temps()
-        for p in removed:
-            remove_tree(p)
+        """Remove the stale temps (`stale_temps`); returns the ones this process removed.
+        Safe with concurrent cleaners (two builds, a build and a gc): each is claimed by a
+        rename to a temp name of this process first; only the cleaner whose rename worked
+        removes it. One killed meanwhile leaves a temp of its pid, stale for the next."""
+        removed = []
+        for p in self.stale_temps():
+            claimed = temp_sibling(p.with_name(TEMP_RE.sub("", p.name).lstrip(".") or "stale"))
+            try:
+                os.rename(p, claimed)
+            except FileNotFoundError:  # another cleaner claimed it first
+                continue
+            remove_tree(claimed)
+            removed.append(p)
         return removed
 
     # -- commit ---------------------------------------------------------------------------

@@ -138,3 +138,34 @@ def test_two_fetch_kinds_are_bad_input(env):
     recipe(env, "tinytwo", 'kind = "archive"\nfile = "x-1.tar.gz"\nsha256 = "' + "0" * 64 + '"\n'
                            'fetch = { url = "file:///x", pypi = "x==1" }')
     assert_bad_input(env, env.build("tinytwo"), "tinytwo.toml", "fetch")
+
+
+# A real sdist from the package index whose build backend (hatchling, hatch-vcs) is not in the
+# orchestrator's environment: the fetch needs none of it, as nothing of the sdist runs.
+INICONFIG = ('kind = "archive"\nfile = "iniconfig-2.0.0.tar.gz"\n'
+             'sha256 = "2d91e135bf72d31a410b17c16da610a82cb55f6b0477d1a902134b24a455b8b3"\n')
+
+
+def test_pypi_fetch_of_a_real_sdist_runs_nothing_of_it(env):
+    recipe(env, "realsdist", INICONFIG + 'fetch = { pypi = "iniconfig==2.0.0" }')
+    assert plan_source(env, "realsdist")["sha256"].startswith("2d91e135")
+    fetched = env.store / "archives" / "iniconfig-2.0.0.tar.gz"
+    assert hashlib.sha256(fetched.read_bytes()).hexdigest().startswith("2d91e135")
+
+
+def test_pypi_fetch_failure_says_pips_cause(env):
+    recipe(env, "nosdist", INICONFIG.replace("2.0.0.tar", "0.0.404.tar")
+           + 'fetch = { pypi = "iniconfig==0.0.404" }')
+    res = env.doit("plan", "recipe=nosdist")
+    assert_bad_input(env, res, "iniconfig==0.0.404", "no sdist", "2.0.0", "PIP_INDEX_URL")
+    assert "source.file" not in res.output
+    recipe(env, "othername", INICONFIG.replace("2.0.0.tar", "2.0.tar")
+           + 'fetch = { pypi = "iniconfig==2.0.0" }')
+    assert_bad_input(env, env.doit("plan", "recipe=othername"),
+                     "set source.file = 'iniconfig-2.0.0.tar.gz'")
+    # An index that cannot be read: pip's own line for it (its finder only logs it).
+    res = run_doit(env.project, "plan", "recipe=nosdist", f"store={env.store}", env={
+        "PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_EXTRA_INDEX_URL": "",
+        "PIP_FIND_LINKS": "", "PIP_CONFIG_FILE": os.devnull, "PIP_RETRIES": "0"})
+    assert_bad_input(env, res, "Could not fetch URL http://127.0.0.1:9/simple/iniconfig/",
+                     "Connection refused")

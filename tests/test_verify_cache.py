@@ -21,7 +21,8 @@ from orchestrator.verify.resolve import Resolver, SearchConfig
 
 
 def test_default_rules_are_the_recipe_models_defaults() -> None:
-    assert rules_data(DefaultRules()) == VerifyRules().model_dump(mode="json")
+    assert rules_data(DefaultRules()) == VerifyRules().model_dump(mode="json", exclude={"ignore"})
+    assert list(DefaultRules().ignore) == VerifyRules().ignore == []
     assert rules_data(VerifyRules(host="torch"))["host"] == "torch"
 
 

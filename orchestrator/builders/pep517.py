@@ -32,6 +32,7 @@ def scikit_build_config(ctx: BuildContext) -> list[str]:
     var = ctx.plan.variant
     defines = {"CMAKE_EXPORT_COMPILE_COMMANDS": "ON", "CMAKE_MAKE_PROGRAM": str(ctx.toolchain.ninja),
                "CMAKE_C_COMPILER": str(ctx.toolchain.cc), "CMAKE_CXX_COMPILER": str(ctx.toolchain.cxx),
+               **ctx.compile_cache.cmake_defines(),  # the build's launcher, as for cmake
                **{k: define_value(v) for k, v in var.defines.items()}}
     return [f"cmake.build-type={var.build_type}", f"build-dir={ctx.build_dir / 'cmake'}",
             "build.verbose=true", "install.strip=false", "ninja.make-fallback=false",

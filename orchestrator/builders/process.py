@@ -14,8 +14,22 @@ from orchestrator.console import build_progress, clip_end, label_width, print_ph
 from orchestrator.errors import CheckFailed, UserError, is_no_space, no_space
 from orchestrator.process_group import Step, spawn
 
-NINJA_STATUS_RE = re.compile(r"^\[(\d+)/(\d+)\] ")
+NINJA_STATUS_RE = re.compile(r"^\s*\[(\d+)/(\d+)\] ")  # pip -v indents a backend's ninja
 NINJA_STATUS = "[%f/%t] "
+
+
+def short_path(name: str) -> str:
+    """An absolute output path (cpp_extension's) as its last three components."""
+    return "/".join(name.split("/")[-3:]) if name.startswith("/") else name
+
+
+def step_label(text: str) -> str:
+    """A status line's text: a bare compile command (ninja's edge without a description, as
+    cpp_extension writes them) is named by its output."""
+    words = text.split()
+    if "-o" in words[:-1] and "-c" in words:
+        return short_path(words[words.index("-o") + 1])
+    return text.strip()
 
 
 class BuildFailed(CheckFailed):
@@ -63,7 +77,7 @@ def run_logged(cmd: Sequence[str | Path], *, env: dict[str, str], log: Path, tit
                     last[0] = time.monotonic()
                     done, total = int(m[1]), int(m[2])
                     progress.update(task, completed=done, total=total,
-                                    description=clip_end(line[m.end():].strip(), width))
+                                    description=clip_end(step_label(line[m.end():]), width))
             rc = step.proc.wait()
         except BaseException:
             step.stop()
@@ -100,7 +114,7 @@ class RunningNames(threading.Thread):
                 continue
             names = running_edges(self.pid)
             if names:
-                label = f"running: {', '.join(names)} ({idle:.0f}s)"
+                label = f"running: {', '.join(map(short_path, names))} ({idle:.0f}s)"
                 self.progress.update(self.task, description=clip_end(label, self.width))
 
     def stop(self) -> None:

@@ -4,10 +4,15 @@ Built as a PEP 517 wheel by the setuptools backend (see wheel.py: source copy, n
 no index), then unpacked into the prefix. The compile line is ours: setuptools takes CFLAGS /
 CXXFLAGS from the environment *instead of* the interpreter's recorded flags (Debian's
 `-g -O2 ...`), so the variant decides -O and -g; cpp_extension reads the same line and runs
-ninja (the toolchain's) with MAX_JOBS = jobs.
+ninja (the toolchain's) with MAX_JOBS = jobs. CC / CXX are the compile cache's wrappers
+(compile_cache/wrappers.py), so every compile goes through the build's launcher, and the
+source copy persists with setuptools' build/ in it (wheel.copy_source): cpp_extension's
+ninja recompiles only what changed; plain distutils recompiles an extension's sources, which
+the cache answers.
 """
 from __future__ import annotations
 
+from orchestrator.builders.compile_cache.wrappers import compiler_wrappers
 from orchestrator.builders.context import BuildContext
 from orchestrator.builders.wheel import (SETUPTOOLS_BACKENDS, build_wheel, check_requirements,
                                          copy_prefix_map_flags, copy_source, flags_env,
@@ -46,7 +51,7 @@ class SetuptoolsBuilder:
         built = copy_source(ctx)
         tc = ctx.toolchain
         env = {**offline_env(built), **flags_env(compile_flags(ctx, built)),
-               "CC": str(tc.cc), "CXX": str(tc.cxx),
+               **compiler_wrappers(ctx.compile_cache, {"CC": tc.cc, "CXX": tc.cxx}, ctx.build_dir),
                "LDSHARED": f"{tc.cc} -shared", "LDCXXSHARED": f"{tc.cxx} -shared"}
         wheel = build_wheel(built, env, [])
         built.prefix.mkdir(parents=True, exist_ok=True)

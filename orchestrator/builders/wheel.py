@@ -24,6 +24,7 @@ from packaging.utils import canonicalize_name
 from orchestrator.builders.context import BuildContext
 from orchestrator.builders.process import BuildFailed, run_logged
 from orchestrator.errors import UserError
+from orchestrator.fs import remove_tree
 from orchestrator.model.lock import PypiEntry
 
 SETUPTOOLS_BACKENDS = ("setuptools.build_meta", "setuptools.build_meta:__legacy__")
@@ -84,20 +85,46 @@ def check_requirements(ctx: BuildContext, requires: list[str]) -> None:
 
 
 def copy_source(ctx: BuildContext) -> BuildContext:
-    """A fresh copy of the source at <build dir>/src; the context that builds from it
-    (builders return the original context: the manifest's prefix map names the source)."""
+    """The source, mirrored at <build dir>/src (a changed file copied with its mtime, a file
+    gone removed; the ignored names, e.g. setuptools' build/, kept as the last build left
+    them: an incremental build); the context that builds from it (builders return the original
+    context: the manifest's prefix map names the source)."""
     dest = ctx.build_dir / "src"
-    if dest.exists():
-        shutil.rmtree(dest)
     ctx.build_dir.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(ctx.source_dir, dest, symlinks=True,
-                    ignore=shutil.ignore_patterns(*COPY_IGNORED))
-    for d, dirs, files in os.walk(dest):  # sources under the store may be read-only
-        for n in dirs + files:
-            p = Path(d) / n
-            if not p.is_symlink():
-                p.chmod(p.stat().st_mode | stat.S_IWUSR)
+    ignore = shutil.ignore_patterns(*COPY_IGNORED)
+    _mirror(ctx.source_dir, dest, ignore)
     return dataclasses.replace(ctx, source_dir=dest)
+
+
+def _mirror(src: Path, dest: Path, ignore) -> None:  # type: ignore[no-untyped-def]
+    names = os.listdir(src)
+    wanted = set(names) - set(ignore(str(src), names))
+    if dest.is_symlink() or (dest.exists() and not dest.is_dir()):
+        dest.unlink()
+    dest.mkdir(exist_ok=True)
+    dest.chmod(dest.stat().st_mode | stat.S_IWUSR)  # sources under the store may be read-only
+    for name in set(os.listdir(dest)) - wanted - set(ignore(str(dest), os.listdir(dest))):
+        remove_tree(dest / name)
+    for name in sorted(wanted):
+        s, d = src / name, dest / name
+        if s.is_symlink():
+            if not d.is_symlink() or os.readlink(d) != os.readlink(s):
+                remove_tree(d)
+                os.symlink(os.readlink(s), d)
+        elif s.is_dir():
+            _mirror(s, d, ignore)
+        else:
+            st = s.stat()
+            try:
+                dt = d.lstat()
+                same = (dt.st_size, dt.st_mtime_ns) == (st.st_size, st.st_mtime_ns) \
+                    and stat.S_ISREG(dt.st_mode)
+            except OSError:
+                same = False
+            if not same:
+                remove_tree(d)
+                shutil.copy2(s, d)
+                d.chmod(d.stat().st_mode | stat.S_IWUSR)
 
 
 def copy_prefix_map_flags(ctx: BuildContext, built: BuildContext) -> list[str]:

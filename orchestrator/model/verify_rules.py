@@ -8,6 +8,15 @@ from pydantic import BaseModel, ConfigDict, Field
 VERSION_RE = r"^\d+(\.\d+)*$"
 
 
+class IgnoreRule(BaseModel):
+    """A file of the prefix whose findings are not the recipe's to fix, with why."""
+    model_config = ConfigDict(extra="forbid")
+    # A glob relative to the prefix (fnmatch: `*` also crosses `/`), e.g. "python/foo/lib/*".
+    path: str = Field(min_length=1, max_length=300)
+    # Why: shown in every report next to the findings it set aside.
+    reason: str = Field(min_length=1, max_length=300)
+
+
 class VerifyRules(BaseModel):
     """What `doit verify` checks beyond the defaults (see docs/verify.md)."""
     model_config = ConfigDict(extra="forbid")
@@ -39,3 +48,6 @@ class VerifyRules(BaseModel):
     # Checks not to run for this recipe (the report records them as skipped).
     skip: list[Literal["resolution", "symbols", "cxx_abi", "python", "debug_info",
                        "portability", "required_symbols", "cuda"]] = Field(default_factory=list)
+    # Files whose findings are set aside (listed in the report with the reason, never failing
+    # it), e.g. copies of the project's libraries its own install rules put elsewhere.
+    ignore: list[IgnoreRule] = []

@@ -1,18 +1,18 @@
 """Pinned archive files: found by name (and sha256-checked), else fetched once into the store.
 
 Looked up in $ORCH_ARCHIVES, the user's cache and <store>/archives; fetched by URL, by
-`apt-get source --download-only` or by `pip download` of an sdist, as the recipe says.
+`apt-get source --download-only` or as an sdist from the package index (pypi_sdist.py), as
+the recipe says.
 """
 from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from rich.markup import escape
 
-from orchestrator.console import ByteProgress
+from orchestrator.console import ByteProgress, console
 from orchestrator.errors import UserError
 from orchestrator.fs import remove_tree, temp_sibling
 from orchestrator.hashing import StatCache, sha256_file
@@ -74,18 +74,21 @@ def _apt_source(spec: str, archive: Archive, dest_dir: Path, store: Store) -> No
 
 
 def _pypi_sdist(spec: str, archive: Archive, dest_dir: Path, store: Store) -> None:
-    """`pip download --no-deps --no-binary :all: name==version` (the package index, then the sha)."""
+    """The sdist from the package index, no build (sources.pypi_sdist); the caller checks its sha."""
+    from orchestrator.sources.pypi_sdist import SdistNotFetched, download_sdist
+
     tmp = store.new_temp("pypi-sdist")
     try:
-        res = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-                              "--no-binary", ":all:", "--no-build-isolation", "-d", str(tmp), spec],
-                             capture_output=True, text=True)
-        got = tmp / archive.file
-        if not got.is_file():
-            found = ", ".join(p.name for p in tmp.iterdir()) or "nothing"
-            last = (res.stderr.strip().splitlines() or ["no output"])[-1]
-            raise UserError(f"source.fetch.pypi = {spec!r} gave {found}, not {archive.file} ({last}); "
-                            "fix source.file or the pin")
+        with console.status(f"fetch {escape(spec)} (sdist)"):
+            try:
+                got = download_sdist(spec, tmp)
+            except SdistNotFetched as e:
+                raise UserError(f"source.fetch.pypi = {spec!r} failed: {e}; check the name and "
+                                "version and pip's index settings (pip.conf, PIP_INDEX_URL, "
+                                f"PIP_FIND_LINKS), or put {archive.file} in ${ARCHIVES_ENV}") from None
+        if got.name != archive.file:
+            raise UserError(f"source.fetch.pypi = {spec!r} is the sdist {got.name}, not "
+                            f"source.file = {archive.file!r}; set source.file = {got.name!r}")
         os.replace(got, dest_dir / archive.file)
     finally:
         remove_tree(tmp)

@@ -29,7 +29,10 @@ def locate(settings: Settings, store: Store) -> tuple[Path, Plan]:
     if wanted:
         path = find_stored(store, wanted)
         manifest = Store.read_manifest(path)
-        return path, make_plan(settings, store, manifest.recipe, manifest.variant)
+        # Its own selection (targets=, a checkout): the plan, and the id it prints, are its.
+        selected = dataclasses.replace(settings, vars={
+            **manifest_selection(manifest, settings.workspace), **settings.vars})
+        return path, make_plan(selected, store, manifest.recipe, manifest.variant)
     if not {"recipe", "variant", "source", "targets"} & set(settings.vars):
         # No selection: the workspace's active artifact, what the user runs and debugs.
         active = Workspace(settings.workspace).current()
@@ -42,8 +45,26 @@ def locate(settings: Settings, store: Store) -> tuple[Path, Plan]:
     path = store.find(plan.artifact_id)
     if path is None:
         raise UserError(f"{plan.recipe.name} {plan.variant_name} ({plan.artifact_id[:12]}) is not in "
-                        f"the store; run `{command_for('build', plan)}`")
+                        f"the store{other_selections(settings, store, plan)}; run "
+                        f"`{command_for('build', plan)}`")
     return path, plan
+
+
+def other_selections(settings: Settings, store: Store, plan: Plan) -> str:
+    """What the store has of this recipe and variant under other targets= (a partial build
+    is another artifact: `doit verify` selects it as `doit build` did)."""
+    if "targets" in settings.vars:
+        return ""
+    found = []
+    for art in store.artifacts():
+        m = Store.read_manifest(art)
+        sel = manifest_selection(m, settings.workspace)
+        if (m.recipe, m.variant) == (plan.recipe.name, plan.variant_name) and "targets" in sel:
+            found.append(f"targets={sel['targets']} ({m.id[:12]})")
+    if not found:
+        return ""
+    return (f" (it has {', '.join(sorted(found))}: add that targets= as `doit build` had it, "
+            "or pass id=)")
 
 
 def verify_toolchain(settings: Settings) -> None:
@@ -82,7 +103,8 @@ def cmd_verify(settings: Settings) -> VerifyReport | None:
             else contextlib.nullcontext():
         report = verify_artifact(path, plan, ensure_toolchain(store, plan.lock), hashes)
     if human:
-        console.print(report.render(), markup=False, soft_wrap=True)
+        console.print(report.render(full_report=f"`{command_for('verify', plan)} format=json`"),
+                      markup=False, soft_wrap=True)
     else:
         print_json(report.to_json())
     if not report.ok:

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from fnmatch import fnmatch
+from typing import Any
 from pathlib import Path
 
 from orchestrator.verify.cache import RootKeys, VerdictCache
@@ -114,6 +116,7 @@ def verify_tree(cfg: VerifyConfig) -> VerifyReport:
     if cache is not None and all(f.severity != "fail" and f.file in order for f in findings):
         for rel, key in key_of.items():
             cache.put(key, facts[rel], [f for f in findings if f.file == rel])
+    findings, ignored = set_aside(findings, cfg.rules.ignore, checks)
     facts = {rel: facts[rel] if rel in facts else reused[rel] for rel in order}
     overall: dict[str, str] = {}
     for f in facts.values():
@@ -123,4 +126,26 @@ def verify_tree(cfg: VerifyConfig) -> VerifyReport:
     return VerifyReport(
         artifact=cfg.artifact, root=str(cfg.root), ok=not any(f.severity == "fail" for f in findings),
         checks=checks, findings=findings, files=facts, max_versions=overall, timings=timings,
+        ignored=ignored,
         elapsed_s=round(time.perf_counter() - t0, 3), reused=sorted(reused))
+
+
+def set_aside(findings: list[Finding], rules: Sequence[Any],
+              checks: dict[str, str]) -> tuple[list[Finding], list[Finding]]:
+    """(kept, ignored): the findings on files a `[verify] ignore` rule names are set aside
+    (their detail says the rule's reason); a check failed only by those passes."""
+    def reason(file: str) -> str | None:
+        rel = file[len("prefix/"):] if file.startswith("prefix/") else file
+        return next((r.reason for r in rules if fnmatch(rel, r.path)), None)
+
+    kept, ignored = [], []
+    for f in findings:
+        why = reason(f.file) if rules else None
+        if why is None:
+            kept.append(f)
+        else:
+            ignored.append(Finding(f.check, f.severity, f.file, f.cause, {**f.detail, "ignored": why}))
+    for name, verdict in checks.items():
+        if verdict == "fail" and not any(f.check == name and f.severity == "fail" for f in kept):
+            checks[name] = "pass"
+    return kept, ignored

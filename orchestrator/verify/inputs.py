@@ -32,6 +32,7 @@ class DefaultRules:
     cmake_cache: dict[str, str] = field(default_factory=dict)
     cuda_architectures: dict[str, str] = field(default_factory=dict)
     skip: tuple[str, ...] = ()
+    ignore: tuple[Any, ...] = ()  # model.verify_rules.IgnoreRule: .path, .reason
 
 
 Rules = Union["VerifyRules", DefaultRules]
@@ -41,8 +42,8 @@ def rules_data(rules: Rules) -> dict[str, Any]:
     """The rules as JSON data (lists, dicts), whichever form they come in."""
     if isinstance(rules, DefaultRules):
         return {k: list(v) if isinstance(v, tuple) else dict(v) if isinstance(v, dict) else v
-                for k, v in vars(rules).items()}
-    return rules.model_dump(mode="json")
+                for k, v in vars(rules).items() if k != "ignore"}
+    return rules.model_dump(mode="json", exclude={"ignore"})  # applied after the checks
 
 
 @dataclass

@@ -59,6 +59,7 @@ class VerifyReport:
     elapsed_s: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
     reused: list[str] = field(default_factory=list)  # files whose recorded verdict was used
+    ignored: list[Finding] = field(default_factory=list)  # set aside by [verify] ignore
     schema_version: Literal[1] = 1
 
     @staticmethod
@@ -68,6 +69,7 @@ class VerifyReport:
         if data.get("schema_version") != 1 or set(data) - known:
             raise ValueError("not a verify report of schema 1")
         return VerifyReport(**{**data, "findings": [Finding(**f) for f in data["findings"]],
+                               "ignored": [Finding(**f) for f in data.get("ignored", [])],
                                "files": {k: FileFacts(**v) for k, v in data["files"].items()}})
 
     def failures(self) -> list[Finding]:
@@ -84,12 +86,13 @@ class VerifyReport:
         """The full report as JSON-ready data (meta/verify.json)."""
         return dataclasses.asdict(self)
 
-    def render(self, width: int | None = None) -> str:
-        """The table for people (see render_table), as wide as the terminal by default."""
+    def render(self, width: int | None = None, full_report: str | None = None) -> str:
+        """The summary for people (see render_table), as wide as the terminal by default;
+        `full_report` says where every finding is."""
         if width is None:
             from orchestrator.console import console
             width = console.width
-        return render_table(self, width=width)
+        return render_table(self, width=width, full_report=full_report)
 
     def headline(self) -> str:
         """One line: which checks failed and the first cause."""
@@ -107,8 +110,15 @@ def uses_cuda(report: VerifyReport) -> bool:
         f.check == "cuda" for f in report.findings)
 
 
-def render_table(report: VerifyReport, width: int = 160, color: bool = False) -> str:
-    """Per-check verdicts and findings (failures first) as rich tables, rendered to text."""
+FIRST_FINDINGS = 10  # the summary lists this many findings (failures first)
+
+
+def render_table(report: VerifyReport, width: int = 160, color: bool = False,
+                 full_report: str | None = None, first: int = FIRST_FINDINGS) -> str:
+    """The summary as rich tables, rendered to text: each check's verdict with its counts of
+    failures, warnings, notes and set-aside findings; the first `first` findings (failures
+    first); how many more and where they all are (`full_report`); the [verify] ignore rules
+    that set findings aside, with their reasons."""
     from rich.console import Console
     from rich.table import Table
 
@@ -117,14 +127,17 @@ def render_table(report: VerifyReport, width: int = 160, color: bool = False) ->
     # the title is its own line: as a table title it wraps at the (narrow) table's width
     console.print(f"verify {report.artifact} {status}", soft_wrap=True)
     verdicts = Table(show_lines=False)
-    verdicts.add_column("check")
-    verdicts.add_column("result")
+    for column in ("check", "result", "fail", "warn", "info", "ignored"):
+        verdicts.add_column(column, justify="left" if column in ("check", "result") else "right")
     for check in CHECKS:
         v = report.checks.get(check, "skipped")
         if check == "cuda" and v != "fail" and not uses_cuda(report):
             continue  # a CPU-only artifact: no CUDA row
         colour = {"pass": "green", "fail": "red", "skipped": "yellow"}[v]
-        verdicts.add_row(check, f"[{colour}]{v}[/]")
+        counts = [str(sum(f.check == check and f.severity == s for f in report.findings) or "")
+                  for s in ("fail", "warn", "info")]
+        verdicts.add_row(check, f"[{colour}]{v}[/]", *counts,
+                         str(sum(f.check == check for f in report.ignored) or ""))
     console.print(verdicts)
     findings = sorted(report.findings, key=lambda f: (_ORDER[f.severity], CHECKS.index(f.check), f.file))
     if findings:
@@ -133,10 +146,22 @@ def render_table(report: VerifyReport, width: int = 160, color: bool = False) ->
         t.add_column("check", no_wrap=True)
         t.add_column("file", overflow="fold")
         t.add_column("cause", overflow="fold")
-        for f in findings:
+        for f in findings[:first]:
             mark = {"fail": "[red]FAIL[/]", "warn": "[yellow]warn[/]", "info": "[dim]info[/]"}[f.severity]
             t.add_row(mark, f.check, f.file, f.cause)
         console.print(t)
+        if len(findings) > first:
+            where = f": {full_report}" if full_report else ""
+            console.print(f"… and {len(findings) - first} more finding(s) of {len(findings)}; "
+                          f"all of them{where}", markup=False, soft_wrap=True)
+    reasons: dict[str, set[str]] = {}
+    for f in report.ignored:
+        reasons.setdefault(str(f.detail.get("ignored")), set()).add(f.file)
+    for why, files in sorted(reasons.items()):
+        console.print(f"set aside by [verify] ignore ({why}): "
+                      f"{sum(str(f.detail.get('ignored')) == why for f in report.ignored)} "
+                      f"finding(s) in {len(files)} file(s), e.g. {min(files)}",
+                      markup=False, soft_wrap=True)
     if report.max_versions:
         console.print("needs at most: " + ", ".join(f"{k}_{v}" for k, v in sorted(report.max_versions.items())))
     if report.forced and not report.ok:
