@@ -142,6 +142,22 @@ def test_debugpy_configuration_stops_at_a_python_line(ws: Workspace, tmp_path: P
     assert stop.variables.get("alpha") == "2.5", stop.variables
 
 
+def debugpy_stopped_at(python: DapClient, config: dict[str, Any], script: Path,
+                       line: int) -> tuple[dict[str, Any], int]:
+    """The debugpy launch configuration run to a breakpoint at `line` of `script`: the
+    'stopped' event and the debuggee's pid (what a C++ attach configuration is given)."""
+    python.request("initialize", {"clientID": "vscode", "adapterID": "debugpy",
+                                  "supportsRunInTerminalRequest": True})
+    launch = python.send_request("launch", config)
+    python.event("initialized", 60)
+    python.request("setBreakpoints", {"source": {"path": str(script)},
+                                      "breakpoints": [{"line": line}]})
+    python.request("configurationDone")
+    python.response(launch, 60)
+    stopped = python.event("stopped", 60)
+    return stopped, python.event("process", 60)["body"]["systemProcessId"]
+
+
 def ptrace_attach_allowed() -> bool:
     """Yama's ptrace_scope >= 1 lets only root (CAP_SYS_PTRACE) attach to a non-child."""
     scope = Path("/proc/sys/kernel/yama/ptrace_scope")
@@ -177,16 +193,7 @@ def test_mixed_session_debugpy_then_lldb_attach(ws: Workspace, tmp_path: Path) -
     script.write_text(PY_SCRIPT)
     py = launch_config(ws.root, "orch: Python (debugpy)", script)
     with DapClient([py["python"], "-m", "debugpy.adapter"]) as python:
-        python.request("initialize", {"clientID": "vscode", "adapterID": "debugpy",
-                                      "supportsRunInTerminalRequest": True})
-        launch = python.send_request("launch", py)
-        python.event("initialized", 60)
-        python.request("setBreakpoints", {"source": {"path": str(script)},
-                                          "breakpoints": [{"line": 5}]})
-        python.request("configurationDone")
-        python.response(launch, 60)
-        stopped = python.event("stopped", 60)
-        pid = python.event("process", 60)["body"]["systemProcessId"]
+        stopped, pid = debugpy_stopped_at(python, py, script, 5)
         native = launch_config(ws.root, "orch: attach C++ to a process (lldb-14)", script)
         native["pid"] = pid
         with DapClient([native["debugAdapterExecutable"]]) as lldb:
@@ -226,19 +233,10 @@ def test_mixed_configuration_python_breakpoint_then_cpp_then_the_end(ws: Workspa
     py = launch_config(ws.root, mixed["pythonLaunchName"], script)
     native = launch_config(ws.root, mixed["cppAttachName"], script)
     with DapClient([py["python"], "-m", "debugpy.adapter"]) as python:
-        python.request("initialize", {"clientID": "vscode", "adapterID": "debugpy",
-                                      "supportsRunInTerminalRequest": True})
-        launch = python.send_request("launch", py)
-        python.event("initialized", 60)
-        python.request("setBreakpoints", {"source": {"path": str(script)},
-                                          "breakpoints": [{"line": 5}]})
-        python.request("configurationDone")
-        python.response(launch, 60)
-        stopped = python.event("stopped", 60)
+        stopped, native["pid"] = debugpy_stopped_at(python, py, script, 5)
         frames = python.request("stackTrace", {"threadId": stopped["body"]["threadId"],
                                                "levels": 1})["body"]["stackFrames"]
         assert (frames[0]["name"], frames[0]["line"]) == ("main", 5), frames
-        native["pid"] = python.event("process", 60)["body"]["systemProcessId"]
         with DapClient([native["debugAdapterExecutable"]]) as lldb:
             lldb.request("initialize", {"clientID": "vscode", "adapterID": "lldb-dap"})
             attach = lldb.send_request("attach", native)
@@ -325,6 +323,7 @@ def test_mixed_configuration_with_gdb_python_breakpoint_then_cpp_then_the_end(
     setupCommands, sourceFileMap), attaches to the pid debugpy reports, stops in add_kernel
     with the value Python passed and shows the Python frame; the program then runs to its
     end. (cppdbg's MI engine is VS Code's; gdb 13 has no DAP, so gdb is driven directly.)"""
+    ws.doit("switch", "variant=relwithdebinfo", "substitute=0")  # whatever ran before
     script = tmp_path / "mixed_gdb.py"
     script.write_text(PY_SCRIPT)
     mixed = launch_config(ws.root, "orch: mixed Python + C++ (debugpy + gdb)", script)
@@ -334,16 +333,7 @@ def test_mixed_configuration_with_gdb_python_breakpoint_then_cpp_then_the_end(
     setup = [c["text"] for c in native["setupCommands"] if not c["text"].startswith("-")]
     setup += [f"set substitute-path {a} {b}" for a, b in native["sourceFileMap"].items()]
     with DapClient([py["python"], "-m", "debugpy.adapter"]) as python:
-        python.request("initialize", {"clientID": "vscode", "adapterID": "debugpy",
-                                      "supportsRunInTerminalRequest": True})
-        launch = python.send_request("launch", py)
-        python.event("initialized", 60)
-        python.request("setBreakpoints", {"source": {"path": str(script)},
-                                          "breakpoints": [{"line": 5}]})
-        python.request("configurationDone")
-        python.response(launch, 60)
-        stopped = python.event("stopped", 60)
-        pid = python.event("process", 60)["body"]["systemProcessId"]
+        stopped, pid = debugpy_stopped_at(python, py, script, 5)
         gdb = GdbCli([str(ws.root / native["miDebuggerPath"].replace("${workspaceFolder}/", "")),
                       "-q", "-nx", "-iex", "set pagination off", "-iex", "set confirm off"])
         try:
