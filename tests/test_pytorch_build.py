@@ -210,7 +210,7 @@ def test_checkout_switch_rollback_and_one_file_rebuild(world):
         "derivation"]["source"]["kind"] == "git-checkout"
     # The same tree at another path: the same id, and a rebuild there (its own build tree)
     # is answered by the compile cache: a checkout is configured through
-    # <build tree>/source (a link), so its compile lines do not name the checkout's path.
+    # <build tree>/.orch-src, so its compile lines do not name the checkout's path.
     co2 = world["root"] / "elsewhere" / "pytorch"
     shutil.copytree(co, co2, symlinks=True)
     res = doit(world, "build", "format=json", *C10, "variant=relwithdebinfo", f"source={co2}",
@@ -222,10 +222,10 @@ def test_checkout_switch_rollback_and_one_file_rebuild(world):
                                       res.output).groups())
     assert hits > 50 and misses <= hits // 20, res.output[-2000:]   # >= 95 % hits
     [tree2] = [t for t in (world["store"] / "build").iterdir()
-               if (t / "source").is_symlink() and os.readlink(t / "source") == str(co2)]
+               if (t / ".orch-src").is_symlink() and os.readlink(t / ".orch-src") == str(co2)]
     [exception_cpp] = [c for c in json.loads((tree2 / "compile_commands.json").read_text())
                        if c["file"].endswith("c10/util/Exception.cpp")]
-    assert exception_cpp["file"] == str(tree2 / "source/c10/util/Exception.cpp"), exception_cpp
+    assert exception_cpp["file"] == str(tree2 / ".orch-src/c10/util/Exception.cpp"), exception_cpp
 
     res = doit(world, "switch", "variant=relwithdebinfo", *C10, f"source={co}", ws)
     assert res.returncode == 0, res.output[-3000:]

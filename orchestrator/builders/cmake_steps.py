@@ -8,8 +8,7 @@ from pathlib import Path
 
 from orchestrator import cuda_toolkit, head_start
 from orchestrator.builders import cmake_file_api, source_mtimes
-from orchestrator.builders.compile_cache.source_link import (SOURCE_LINK, source_link,
-                                                              source_link_flags)
+from orchestrator.builders.compile_cache.source_link import source_link, source_link_flags
 from orchestrator.builders.compile_cache.stats import STATS_LOG
 from orchestrator.builders.context import BuildContext
 from orchestrator.builders.process import NINJA_STATUS, run_logged
@@ -87,7 +86,7 @@ def locked_package_hints(ctx: BuildContext) -> dict[str, str]:
 def configure(ctx: BuildContext, env: dict[str, str] | None = None,
               overrides: dict[str, str] | None = None, file_api: bool = False,
               linked_source: bool = False, source_subdir: str = ".",
-              extra_args: list[str] | None = None, link_name: str = SOURCE_LINK) -> bool:
+              extra_args: list[str] | None = None) -> bool:
     """Run cmake only when the tree is new or the configure arguments changed.
 
     overrides replace our defines of the same name (the variant's still win); file_api asks
@@ -101,7 +100,7 @@ def configure(ctx: BuildContext, env: dict[str, str] | None = None,
     agree_with_content(ctx)
     flags: list[str] = []
     if linked_source:
-        source = source_link(ctx.build_dir, ctx.source_dir, link_name)
+        source = source_link(ctx.build_dir, ctx.source_dir)
         flags = source_link_flags(source, ctx.logical_source)
     source = source / source_subdir if source_subdir != "." else source
     args = [*configure_args(ctx, overrides, flags), *(extra_args or [])]

@@ -24,8 +24,7 @@ from orchestrator.builders.pytorch_install import (build_extensions, copy_python
                                                    install_targets, target_dirs)
 from orchestrator.builders.pytorch_meta import (cache_value, checkout_links, collect_generated,
                                                 cxx11_abi, link_compile_commands_into_meta)
-from orchestrator.builders.pytorch_source import (SOURCE_COPY, build_copy_of_source,
-                                                  builds_in_place, source_lock)
+from orchestrator.builders.pytorch_source import build_copy_of_source, builds_in_place, source_lock
 from orchestrator.hashing import pretty_json
 from orchestrator.sources.tree_version import detect_driver
 
@@ -44,9 +43,9 @@ class PyTorchBuilder:
                                   f"recipes/{ctx.plan.recipe.name}.toml", ctx.build_dir)
         ctx = build_copy_of_source(ctx)
         py = python_facts(ctx.toolchain.python, ctx.build_dir)
-        # A checkout is configured through <build tree>/source, a link, so its compile lines
-        # are the same for every checkout path and as the pinned tree's (whose copy is
-        # <build tree>/source): the compile cache hits across them (source_link).
+        # A checkout is configured through <build tree>/.orch-src, so its compile lines are the
+        # same for every checkout path and the compile cache hits across them (a pinned tree's
+        # copy is inside the build tree already).
         linked = builds_in_place(ctx)
         defines = pytorch_defines(ctx, opts, env, frontend, py, linked_source=linked)
         abi = cxx11_abi(ctx, defines, env)  # before ninja: a head start's ninja runs meanwhile
@@ -56,8 +55,7 @@ class PyTorchBuilder:
         lock = source_lock(ctx)
         with head_start.held(lock):
             configured = configure(ctx, env, defines, file_api=True, linked_source=linked,
-                                   link_name=SOURCE_COPY, source_subdir=subdir,
-                                   extra_args=frontend.args if frontend else [])
+                                   source_subdir=subdir, extra_args=frontend.args if frontend else [])
             # Unknown target names: exit 2 before anything compiles. Not while a head start's
             # ninja runs in the tree (a regeneration it runs rewrites the file-API reply): it
             # runs only for a command whose same targets= built before, and is read after.

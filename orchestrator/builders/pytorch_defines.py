@@ -9,9 +9,8 @@ import subprocess
 from pathlib import Path
 
 from orchestrator.builders.cmake_steps import define_value
-from orchestrator.builders.compile_cache.source_link import source_link_flags
+from orchestrator.builders.compile_cache.source_link import SOURCE_LINK, source_link_flags
 from orchestrator.builders.context import BuildContext
-from orchestrator.builders.pytorch_source import SOURCE_COPY
 from orchestrator.errors import UserError
 from orchestrator.fs import write_atomic
 from orchestrator.model.pytorch_options import PyTorchOptions
@@ -187,7 +186,7 @@ def pytorch_defines(ctx: BuildContext, opts: PyTorchOptions, env: dict[str, str]
     setup.py (frontend None): the recipe's env (BUILD_*/USE_*/CMAKE_*), then what setup.py
     hard-codes. scikit-build-core: its own cache entries and setup.py's hard-codes as
     defaults, then the tree's cmake.define, then the recipe's env; the variant's build type
-    either way. linked_source: the tree is configured through <build tree>/source, a link (its
+    either way. linked_source: the tree is configured through <build tree>/.orch-src (its
     prefix maps come after the source's, as in cmake_steps.configure)."""
     defines: dict[str, str] = {}
     if frontend is not None:
@@ -210,7 +209,7 @@ def pytorch_defines(ctx: BuildContext, opts: PyTorchOptions, env: dict[str, str]
     defines["CMAKE_BUILD_TYPE"] = build_type_from_env(env)
     if py["numpy_include"]:
         defines["NUMPY_INCLUDE_DIR"] = py["numpy_include"]
-    link = source_link_flags(ctx.build_dir / SOURCE_COPY, ctx.logical_source) if linked_source else []
+    link = source_link_flags(ctx.build_dir / SOURCE_LINK, ctx.logical_source) if linked_source else []
     flags = " ".join([*ctx.prefix_map_flags(), *link, *ctx.plan.variant.cflags])
     defines["CMAKE_C_FLAGS"] = " ".join(x for x in (flags, env.get("CFLAGS", "")) if x)
     defines["CMAKE_CXX_FLAGS"] = " ".join(
