@@ -11,18 +11,7 @@ import lldb  # type: ignore[import-not-found]
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cpython_frames  # noqa: E402
-
-
-def _reader(process: "lldb.SBProcess"):
-    def read(addr: int, size: int) -> bytes:
-        if size == 0:
-            return b""
-        err = lldb.SBError()
-        data = process.ReadMemory(addr, size, err)
-        if not err.Success() or data is None or len(data) != size:
-            raise cpython_frames.Invalid(f"cannot read {size} bytes at 0x{addr:x}")
-        return bytes(data)
-    return read
+from lldb_memory import memory_reader  # noqa: E402
 
 
 def _runtime_address(target: "lldb.SBTarget") -> int:
@@ -42,7 +31,8 @@ def python_frames(thread: "lldb.SBThread") -> list:
     runtime = _runtime_address(target)
     if not runtime:
         return []
-    return cpython_frames.python_frames(_reader(process), runtime, thread.GetThreadID())
+    read = memory_reader(process, cpython_frames.Invalid)
+    return cpython_frames.python_frames(read, runtime, thread.GetThreadID())
 
 
 def _native_line(frame: "lldb.SBFrame") -> str:

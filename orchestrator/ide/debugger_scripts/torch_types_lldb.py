@@ -5,6 +5,7 @@ from __future__ import annotations
 import lldb  # type: ignore[import-not-found]
 
 import torch_types as tt
+from lldb_memory import memory_reader
 
 CATEGORY = "orch-torch"
 SUMMARIES = {
@@ -21,17 +22,7 @@ SUMMARIES = {
 
 
 def _reader(value: "lldb.SBValue"):
-    process = value.GetProcess()
-
-    def read(addr: int, size: int) -> bytes:
-        if size == 0:
-            return b""
-        err = lldb.SBError()
-        data = process.ReadMemory(addr, size, err)
-        if not err.Success() or data is None or len(data) != size:
-            raise tt.Invalid(f"cannot read 0x{addr:x}")
-        return bytes(data)
-    return read
+    return memory_reader(value.GetProcess(), tt.Invalid)
 
 
 def _deref(value: "lldb.SBValue") -> "lldb.SBValue":
@@ -69,12 +60,17 @@ def tensor_summary(valobj, internal_dict):  # noqa: ARG001
     return tt.tensor_impl_text(_reader(value), impl)
 
 
-def tensor_impl_summary(valobj, internal_dict):  # noqa: ARG001
+def _text_at_address(valobj, text) -> str:
+    """text(read, address) of the object lldb shows (a reference followed), or <invalid>."""
     value = _deref(valobj)
     try:
-        return tt.tensor_impl_text(_reader(value), _address(value))
+        return text(_reader(value), _address(value))
     except tt.Invalid:
         return tt.INVALID
+
+
+def tensor_impl_summary(valobj, internal_dict):  # noqa: ARG001
+    return _text_at_address(valobj, tt.tensor_impl_text)
 
 
 def intrusive_ptr_summary(valobj, internal_dict):  # noqa: ARG001
@@ -142,11 +138,7 @@ def optional_summary(valobj, internal_dict):  # noqa: ARG001
 
 
 def scalar_summary(valobj, internal_dict):  # noqa: ARG001
-    value = _deref(valobj)
-    try:
-        return tt.scalar_text(_reader(value), _address(value))
-    except tt.Invalid:
-        return tt.INVALID
+    return _text_at_address(valobj, tt.scalar_text)
 
 
 def scalar_type_summary(valobj, internal_dict):  # noqa: ARG001
