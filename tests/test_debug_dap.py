@@ -158,6 +158,31 @@ def debugpy_stopped_at(python: DapClient, config: dict[str, Any], script: Path,
     return stopped, python.event("process", 60)["body"]["systemProcessId"]
 
 
+def lldb_attached_stop_in_function(lldb: DapClient, attach_config: dict[str, Any],
+                                   python: DapClient, stopped: dict[str, Any]
+                                   ) -> tuple[dict[str, Any], dict[str, Any], dict[str, str]]:
+    """lldb-dap attached with attach_config and a breakpoint on FUNCTION, then debugpy told to
+    continue (no waiting for its answer: lldb stops the whole process, debugpy included): the
+    breakpoint's 'stopped' event, its top frame and that frame's first scope's variables."""
+    lldb.request("initialize", {"clientID": "vscode", "adapterID": "lldb-dap"})
+    attach = lldb.send_request("attach", attach_config)
+    lldb.event("initialized", 60)
+    lldb.request("setFunctionBreakpoints", {"breakpoints": [{"name": FUNCTION}]})
+    lldb.request("configurationDone")
+    lldb.response(attach, 60)
+    mark = len(lldb.messages)
+    python.send_request("continue", {"threadId": stopped["body"]["threadId"]})
+    ev = lldb.event("stopped", 60, start=mark,
+                    where=lambda m: m["body"].get("reason") == "breakpoint")
+    top = lldb.request("stackTrace", {"threadId": ev["body"]["threadId"],
+                                      "levels": 1})["body"]["stackFrames"][0]
+    scopes = lldb.request("scopes", {"frameId": top["id"]})["body"]["scopes"]
+    names = {v["name"]: v["value"] for v in lldb.request(
+        "variables", {"variablesReference": scopes[0]["variablesReference"]}
+    )["body"]["variables"]}
+    return ev, top, names
+
+
 def ptrace_attach_allowed() -> bool:
     """Yama's ptrace_scope >= 1 lets only root (CAP_SYS_PTRACE) attach to a non-child."""
     scope = Path("/proc/sys/kernel/yama/ptrace_scope")
@@ -197,25 +222,9 @@ def test_mixed_session_debugpy_then_lldb_attach(ws: Workspace, tmp_path: Path) -
         native = launch_config(ws.root, "orch: attach C++ to a process (lldb-14)", script)
         native["pid"] = pid
         with DapClient([native["debugAdapterExecutable"]]) as lldb:
-            lldb.request("initialize", {"clientID": "vscode", "adapterID": "lldb-dap"})
-            attach = lldb.send_request("attach", native)
-            lldb.event("initialized", 60)
-            lldb.request("setFunctionBreakpoints", {"breakpoints": [{"name": FUNCTION}]})
-            lldb.request("configurationDone")
-            lldb.response(attach, 60)
-            mark = len(lldb.messages)
-            # No waiting for debugpy's answer: lldb stops the whole process, debugpy included.
-            python.send_request("continue", {"threadId": stopped["body"]["threadId"]})
-            ev = lldb.event("stopped", 60, start=mark,
-                            where=lambda m: m["body"].get("reason") == "breakpoint")
-            frames = lldb.request("stackTrace", {"threadId": ev["body"]["threadId"],
-                                                 "levels": 1})["body"]["stackFrames"]
-            assert frames[0]["source"].get("path") == str(
-                ws.root / "recipes/demo/ops/add_kernel.cpp"), frames[0]
-            scopes = lldb.request("scopes", {"frameId": frames[0]["id"]})["body"]["scopes"]
-            names = {v["name"]: v["value"] for v in lldb.request(
-                "variables", {"variablesReference": scopes[0]["variablesReference"]}
-            )["body"]["variables"]}
+            _, top, names = lldb_attached_stop_in_function(lldb, native, python, stopped)
+            assert top["source"].get("path") == str(
+                ws.root / "recipes/demo/ops/add_kernel.cpp"), top
             assert names.get("alpha") == "2.5", names
 
 
@@ -238,30 +247,15 @@ def test_mixed_configuration_python_breakpoint_then_cpp_then_the_end(ws: Workspa
                                                "levels": 1})["body"]["stackFrames"]
         assert (frames[0]["name"], frames[0]["line"]) == ("main", 5), frames
         with DapClient([native["debugAdapterExecutable"]]) as lldb:
-            lldb.request("initialize", {"clientID": "vscode", "adapterID": "lldb-dap"})
-            attach = lldb.send_request("attach", native)
-            lldb.event("initialized", 60)
-            lldb.request("setFunctionBreakpoints", {"breakpoints": [{"name": FUNCTION}]})
-            lldb.request("configurationDone")
-            lldb.response(attach, 60)
-            mark = len(lldb.messages)
-            python.send_request("continue", {"threadId": stopped["body"]["threadId"]})
-            ev = lldb.event("stopped", 60, start=mark,
-                            where=lambda m: m["body"].get("reason") == "breakpoint")
-            top = lldb.request("stackTrace", {"threadId": ev["body"]["threadId"],
-                                              "levels": 1})["body"]["stackFrames"][0]
+            ev, top, names = lldb_attached_stop_in_function(lldb, native, python, stopped)
             assert top["source"].get("path") == str(ws.root / "recipes/demo/ops/add_kernel.cpp"), top
-            scopes = lldb.request("scopes", {"frameId": top["id"]})["body"]["scopes"]
-            names = {v["name"]: v["value"] for v in lldb.request(
-                "variables", {"variablesReference": scopes[0]["variablesReference"]}
-            )["body"]["variables"]}
             assert names.get("alpha") == "2.5", names
             # py-bt in the Debug Console (the configuration's initCommands loaded it).
             console = lldb.request("evaluate", {"expression": "`py-bt -p",
                                                 "context": "repl"})["body"]["result"]
             assert f"{script}:5:main" in console, console
             lldb.request("continue", {"threadId": ev["body"]["threadId"]})
-            exited = lldb.event("exited", 60, start=mark)
+            exited = lldb.event("exited", 60)  # (it can only follow the attach)
             assert exited["body"]["exitCode"] == 0, exited
         python.event("terminated", 60)
 
