@@ -47,7 +47,7 @@ from orchestrator.cache.transfer import TransferStats  # noqa: E402
 from orchestrator.fs import remove_tree  # noqa: E402
 from orchestrator.hashing import digest_of, sha256_file  # noqa: E402
 from orchestrator.model.manifest import Manifest  # noqa: E402
-from orchestrator.store import Store  # noqa: E402
+from orchestrator.store.artifacts import Store  # noqa: E402
 
 GOAL = 0.9
 SMALL_GOAL = 0.8

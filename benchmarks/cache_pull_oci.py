@@ -37,7 +37,7 @@ from orchestrator.cache.oci_manifest import parse_manifest, record_tag  # noqa: 
 from orchestrator.cache.push import push_many  # noqa: E402
 from orchestrator.cache.signing import SecretKey  # noqa: E402
 from orchestrator.fs import remove_tree  # noqa: E402
-from orchestrator.store import Store  # noqa: E402
+from orchestrator.store.artifacts import Store  # noqa: E402
 
 
 def spread(runs: Runs) -> str:

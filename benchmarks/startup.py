@@ -63,14 +63,17 @@ def lap(name):
 import doit.doit_cmd, doit.loader; lap("import doit")
 sys.path.insert(0, "."); import dodo; lap("import dodo.py (glue, tasks)")
 import orchestrator.verbs.build, orchestrator.verbs.switch; lap("import the verbs (realise, plan, models)")
-from orchestrator import machine_check, plan as planmod, toolchain as tc, tree_manifest
+from orchestrator.toolchain import machine_check
+from orchestrator.plan import derivation as planmod
+from orchestrator.toolchain import materialize as tc
+from orchestrator.store import tree_manifest
 from orchestrator.lock.files import load_lock
 from orchestrator.model.recipe import load_recipe, resolve_variant
-from orchestrator.reverify import reverify_if_rules_changed
-from orchestrator.settings import Settings
+from orchestrator.realise.reverify import reverify_if_rules_changed
+from orchestrator.config.settings import Settings
 from orchestrator.sources.prepare import prepare_source
-from orchestrator.store import Store
-from orchestrator.workspace import Workspace
+from orchestrator.store.artifacts import Store
+from orchestrator.workspace.profiles import Workspace
 lap("import the rest")
 s = Settings.from_vars(Path(".").absolute(), json.loads(sys.argv[1])); lap("settings")
 store = Store(s.store_root)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from orchestrator.fs import temp_sibling, write_atomic
-from orchestrator.read_trace import note_stat
+from orchestrator.memo.file_reads import note_stat
 
 CHUNK = 1 << 20
 

@@ -347,8 +347,8 @@ def doit_in_process(project: Path, argv: list[str], env: dict[str, str]) -> tupl
     """The real doit entry point on project/dodo.py's tasks, output captured."""
     from doit.cmd_base import ModuleTaskLoader
 
-    from orchestrator import tasks
-    from orchestrator.doit_glue import DoitEntry, doit_config
+    from orchestrator.cli import tasks
+    from orchestrator.cli.doit_glue import DoitEntry, doit_config
 
     module = {k: getattr(tasks, k) for k in dir(tasks) if k.startswith("task_")}
     module["DOIT_CONFIG"] = doit_config(project)

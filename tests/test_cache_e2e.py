@@ -462,8 +462,8 @@ class _PlanRef:
 def test_substitute_warns_and_falls_back(team: Team, monkeypatch: pytest.MonkeyPatch,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     from orchestrator.cache import substitute
-    from orchestrator.settings import Settings
-    from orchestrator.store import Store
+    from orchestrator.config.settings import Settings
+    from orchestrator.store.artifacts import Store
 
     if not (team.area / "ac").is_dir():
         test_push_then_teammate_pulls_and_switches(team)

@@ -37,7 +37,7 @@ from orchestrator.hashing import digest_of  # noqa: E402
 from orchestrator.model.cache_record import (MAX_PACKED_FILE, PACKED_FORMAT,  # noqa: E402
                                              RECORD_FORMAT, CacheRecord)
 from orchestrator.model.manifest import Manifest  # noqa: E402
-from orchestrator.store import Store  # noqa: E402
+from orchestrator.store.artifacts import Store  # noqa: E402
 
 KEY = SecretKey.generate("team-p")
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")

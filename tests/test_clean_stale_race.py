@@ -11,12 +11,12 @@ import textwrap
 import time
 from pathlib import Path
 
-from orchestrator.store import Store
+from orchestrator.store.artifacts import Store
 
 KILLED_BUILD = textwrap.dedent("""
     import os, sys, time
     from pathlib import Path
-    from orchestrator.store import Store
+    from orchestrator.store.artifacts import Store
     stage = Store(Path(sys.argv[1])).ensure().new_temp("build-demo-relwithdebinfo")
     for d in range(150):
         sub = stage / "meta" / f"d{d:03}"
@@ -28,7 +28,7 @@ KILLED_BUILD = textwrap.dedent("""
     time.sleep(600)
 """)
 
-CLEANER = ("import sys; from pathlib import Path; from orchestrator.store import Store; "
+CLEANER = ("import sys; from pathlib import Path; from orchestrator.store.artifacts import Store; "
            "print(len(Store(Path(sys.argv[1])).clean_stale()))")
 
 

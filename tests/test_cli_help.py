@@ -1,4 +1,4 @@
-"""Per-verb help and variable checks: one table (orchestrator.cli_vars) drives `doit help
+"""Per-verb help and variable checks: one table (orchestrator.config.cli_vars) drives `doit help
 <verb>`, `doit <verb> --help` and the refusal of variables a verb does not take."""
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import cli_vars, tasks
+from orchestrator.config import cli_vars
+from orchestrator.cli import tasks
 from tests.conftest import copy_project, run_doit
 
 

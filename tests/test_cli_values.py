@@ -1,6 +1,6 @@
 """Command-line values read one way: every boolean variable through settings.parse_bool
 (1/0/true/false/yes/no/on/off, anything else exit 2 naming the variable), and every artifact
-id (id=, `doit why A B`) through orchestrator.artifact_ref (all 40 hex digits, or a prefix of
+id (id=, `doit why A B`) through orchestrator.plan.artifact_ref (all 40 hex digits, or a prefix of
 at least 6 matching exactly one store entry)."""
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.artifact_ref import find_stored, resolve_id
+from orchestrator.plan.artifact_ref import find_stored, resolve_id
 from orchestrator.bot.runs import push_of
-from orchestrator.cli_vars import BOOLEANS, VARS
+from orchestrator.config.cli_vars import BOOLEANS, VARS
 from orchestrator.errors import UserError
 from orchestrator.model.nightly import MatrixEntry, NightlyConfig
-from orchestrator.settings import Settings, parse_bool
-from orchestrator.store import Store
+from orchestrator.config.settings import Settings, parse_bool
+from orchestrator.store.artifacts import Store
 
 REPO = Path(__file__).resolve().parents[1]
 A = "abcdef0123" + "0" * 30

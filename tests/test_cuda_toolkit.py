@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, DoitResult, copy_project, make_store, run_doit
-from orchestrator.cuda_toolkit import check_architectures
+from orchestrator.toolchain.cuda_toolkit import check_architectures
 from orchestrator.errors import UserError
 
 SUMMARY = re.compile(r"compile cache: (\d+) hit\(s\), (\d+) miss\(es\)")
@@ -189,8 +189,8 @@ def test_a_cuda_spec_without_nvcc_or_with_a_bad_requirement_is_one_line() -> Non
 def test_the_toolkit_is_in_the_toolchain_hash_and_cudademo_s_inputs() -> None:
     from orchestrator.lock.files import load_lock
     from orchestrator.model.recipe import load_recipe
-    from orchestrator.plan import used_keys
-    from orchestrator.toolchain import toolchain_hash
+    from orchestrator.plan.derivation import used_keys
+    from orchestrator.toolchain.materialize import toolchain_hash
 
     lock = load_lock(REPO / "locks", "cuda13")
     entry = lock.entries["cuda:toolkit"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.debugger_env import locate
+from orchestrator.toolchain.debugger_env import locate
 
 SCRIPTS = Path(__file__).parents[1] / "orchestrator/ide/debugger_scripts"
 PROGRAM = """\

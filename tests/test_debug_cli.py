@@ -78,7 +78,7 @@ def test_gdb_batch_with_generated_gdbinit(ws: tuple[Path, Path]) -> None:
 def test_unpacked_lldb_has_its_python_after_the_toolchain_fixups(session_toolchain: Path) -> None:
     """debugger_env.fixup (run by the toolchain) makes lldb's script interpreter and a plain
     Python 3.11 `import lldb` work from the unpacked debs, without root or /usr."""
-    from orchestrator.debugger_env import fixup, require
+    from orchestrator.toolchain.debugger_env import fixup, require
 
     tools = require(session_toolchain / "debs" / "root")
     assert fixup(tools.deb_root) == []          # already applied, and idempotent

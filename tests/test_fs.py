@@ -10,9 +10,9 @@ import pytest
 from orchestrator.fs import (TEMP_RE, atomic_symlink, atomic_writer, is_stale_temp, temp_in,
                              temp_owner, temp_sibling, write_atomic)
 from orchestrator.hashing import StatCache, pretty_json
-from orchestrator.store import Store
-from orchestrator.workspace import Workspace
-from orchestrator.workspace_links import apply_links
+from orchestrator.store.artifacts import Store
+from orchestrator.workspace.profiles import Workspace
+from orchestrator.workspace.links import apply_links
 
 DEAD = 999999999
 

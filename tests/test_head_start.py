@@ -19,8 +19,8 @@ import pytest
 from filelock import FileLock, Timeout
 
 from conftest import run_doit
-from orchestrator import head_start
-from orchestrator.read_trace import stat_sig
+from orchestrator.memo import head_start
+from orchestrator.memo.file_reads import stat_sig
 
 AHEAD = "started ahead of the plan (head start)"
 NINJA = shutil.which("ninja")
@@ -104,7 +104,8 @@ def test_the_tree_s_ninja_starts_while_the_identity_is_made_again_and_a_no_op_st
     small compile, so the fast path starts the tree's last ninja before it: the identity
     unchanged (a no-op), that ninja is stopped and the tree keeps everything; changed, it
     runs on for the full command to adopt."""
-    from orchestrator import fast_path, plan_memo
+    from orchestrator.cli import fast_path
+    from orchestrator.memo import plan_memo
 
     s = f"store={store}"
     assert run_doit(project, "build", s, "substitute=0").returncode == 0

@@ -38,8 +38,8 @@ from orchestrator.cache.transfer import TransferStats  # noqa: E402
 from orchestrator.hashing import digest_of  # noqa: E402
 from orchestrator.model.cache_record import CacheRecord  # noqa: E402
 from orchestrator.model.manifest import Manifest  # noqa: E402
-from orchestrator.settings import Settings  # noqa: E402
-from orchestrator.store import Store  # noqa: E402
+from orchestrator.config.settings import Settings  # noqa: E402
+from orchestrator.store.artifacts import Store  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 KEY = SecretKey.generate("team-h")

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from conftest import copy_project
-from orchestrator.plan import make_plan
-from orchestrator.settings import Settings
-from orchestrator.store import Store
+from orchestrator.plan.derivation import make_plan
+from orchestrator.config.settings import Settings
+from orchestrator.store.artifacts import Store
 
 
 def artifact_id(project: Path, store: Path, **variables: str) -> str:

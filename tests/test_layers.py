@@ -9,25 +9,14 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import orchestrator
+
 PACKAGE = Path(__file__).resolve().parents[1] / "orchestrator"
 
-# Lowest first. A module may import modules of its own layer or of lower ones. A module
-# belongs to the layer of the longest prefix listed for it ("orchestrator." left out).
-LAYERS: list[list[str]] = [
-    # foundations: no knowledge of recipes' flow
-    ["__init__", "errors", "hashing", "fs", "console", "logical_paths", "platform_facts",
-     "model", "tree_manifest", "read_trace", "store_layout", "command_line", "process_group",
-     "fault_point"],
-    ["settings", "cli_vars"],
-    ["store", "stage_record", "lock", "debugger_env", "roots_lock", "cuda_toolkit"],
-    ["toolchain", "machine_check", "sources"],
-    ["plan", "selection", "artifact_ref", "plan_memo", "head_start"],
-    ["builders", "verify", "cache"],
-    ["build_step", "reverify", "rebuild_check", "realise", "plan_why"],
-    ["workspace", "workspace_links", "activation", "store_usage", "ide", "bot", "bench"],
-    ["verbs"],
-    ["tasks", "doit_glue", "fast_path", "doit_commands"],
-]
+# Lowest first, from the package itself (orchestrator.LAYERS). A module may import modules of
+# its own layer or of lower ones. A module belongs to the layer of the longest prefix listed
+# for it ("orchestrator." left out).
+LAYERS: list[list[str]] = [list(names) for _, names, _ in orchestrator.LAYERS]
 
 
 def module_names() -> dict[str, tuple[Path, bool]]:
@@ -182,7 +171,7 @@ def test_the_cycle_finder_reports_each_circle_once() -> None:
 def test_layer_of_takes_the_longest_prefix() -> None:
     assert layer_of("orchestrator") == 0
     assert layer_of("orchestrator.verify.checks.cuda") == layer_of("orchestrator.verify")
-    assert layer_of("orchestrator.verbs.plan") > layer_of("orchestrator.plan")
+    assert layer_of("orchestrator.verbs.plan") > layer_of("orchestrator.plan.derivation")
     assert layer_of("orchestrator.planner") is None
 
 
@@ -244,3 +233,13 @@ def test_names_imported_for_typing_only_are_not_used_at_run_time() -> None:
     still be called (it was: a failed build raised NameError instead of its message)."""
     found = [f for p in sorted(PACKAGE.rglob("*.py")) for f in runtime_uses_of_type_checking_names(p)]
     assert not found, "imported only under TYPE_CHECKING but used at run time:\n" + "\n".join(found)
+
+
+def test_the_top_level_holds_packages_and_at_most_eight_modules() -> None:
+    """The layers are packages (issue 28): a newcomer reads the flow from orchestrator/'s
+    listing, not from a flat list of modules."""
+    singles = sorted(p.name for p in PACKAGE.glob("*.py") if p.name != "__init__.py")
+    assert len(singles) <= 8, f"orchestrator/ holds {len(singles)} single-file modules: {singles}"
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    listed = {n.split(".")[0] for _, names, _ in orchestrator.LAYERS for n in names}
+    assert packages <= listed, f"packages missing from orchestrator.LAYERS: {packages - listed}"

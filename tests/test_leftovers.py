@@ -14,10 +14,10 @@ import pytest
 
 from orchestrator.errors import CheckFailed
 from orchestrator.model.manifest import Manifest
-from orchestrator.store import Store
+from orchestrator.store.artifacts import Store
 from orchestrator.verbs.verify import check_store_entry
 from orchestrator.verify.store_entry import entry_changes
-from orchestrator.workspace import Workspace
+from orchestrator.workspace.profiles import Workspace
 
 OUTPUTS = {"lib": ["lib"], "bin": ["bin"], "python": ["python"]}
 

@@ -14,7 +14,9 @@ from typing import Callable
 import pytest
 
 from conftest import DoitResult, run_doit
-from orchestrator import fast_path, plan_memo, read_trace
+from orchestrator.cli import fast_path
+from orchestrator.memo import plan_memo
+from orchestrator.memo import file_reads
 from orchestrator.hashing import StatCache
 from orchestrator.lock.probe_cache import ProbeCache
 
@@ -29,7 +31,7 @@ except SystemExit as e:
 """
 # ... and prints whether the planner ran.
 PLANNER_RAN = "import json, runpy, sys\n" + RUN_DOIT + """
-print(json.dumps({"exit": code, "planner": "orchestrator.realise" in sys.modules,
+print(json.dumps({"exit": code, "planner": "orchestrator.realise.pipeline" in sys.modules,
                   "pydantic": "pydantic" in sys.modules, "rich": "rich" in sys.modules}))
 """
 
@@ -259,7 +261,7 @@ print(json.dumps({"exit": code, "made": len(made)}))
 def test_the_plan_takes_the_identity_the_fast_path_just_made(memo_doit, project: Path,
                                                              store: Path, tmp_path: Path) -> None:
     """A memo that does not hold because the source changed: the fast path made the tree's
-    identity again to find that out, and the planner takes that result (read_trace.offer)
+    identity again to find that out, and the planner takes that result (file_reads.offer)
     instead of hashing the tree a second time."""
     src = tmp_path / "checkout"
     shutil.copytree(project / "recipes" / "demo", src)
@@ -285,12 +287,12 @@ def test_a_git_checkouts_identity_is_made_again_from_git(tmp_path: Path) -> None
     """A git-aware checkout identity (source=PATH of an archive recipe: PyTorch) is recorded
     as a call; made again, it follows HEAD, the index and untracked files."""
     from orchestrator.sources.checkout import prepare_checkout
-    from orchestrator.store import Store
+    from orchestrator.store.artifacts import Store
 
     src = one_commit_checkout(tmp_path)
     store = Store(tmp_path / "store")
     store.ensure()
-    with read_trace.tracing() as t:
+    with file_reads.tracing() as t:
         prepared = prepare_checkout(str(src), store)
     assert t.unsafe is None  # git ran inside the recorded call
     [[kind, args, identity]] = t.redo
@@ -325,7 +327,7 @@ def test_a_memo_this_code_cannot_trust_is_never_used(memo_doit, project: Path, s
                json.dumps({**good, "redo": [["tree", [], None]]}).encode(),
                json.dumps({**good, "redo": [["nonsense", [1], 1]]}).encode(),
                json.dumps({**good, "artifact": str(outside),
-                           "manifest": read_trace.stat_sig(str(outside / "manifest.json"))}).encode(),
+                           "manifest": file_reads.stat_sig(str(outside / "manifest.json"))}).encode(),
                json.dumps({**good, "id": "0" * 40}).encode(),
                json.dumps({**good, "manifest": None}).encode()]
     for text in hostile:
@@ -372,20 +374,20 @@ def test_the_trace_notes_what_the_caches_answered_for(tmp_path: Path) -> None:
     f = tmp_path / "input"
     f.write_text("x")
     binary = shutil.which("true")
-    with read_trace.tracing() as t:
+    with file_reads.tracing() as t:
         StatCache(tmp_path / "cache.json").sha256(f)
         ProbeCache(tmp_path / "probes.json").answer(
             binary, "--version", lambda: subprocess.run([binary]).returncode == 0)
         (tmp_path / "read.txt").write_text("r")
         (tmp_path / "read.txt").read_text()
-        read_trace.note_path(tmp_path / "absent.toml")
-        got = read_trace.recorded("tree", ["x"], lambda: subprocess.run([binary]) and "d")
+        file_reads.note_path(tmp_path / "absent.toml")
+        got = file_reads.recorded("tree", ["x"], lambda: subprocess.run([binary]) and "d")
     assert t.unsafe is None
-    assert t.files[str(f)] == read_trace.stat_sig(str(f))
+    assert t.files[str(f)] == file_reads.stat_sig(str(f))
     assert t.files[str(tmp_path / "read.txt")] is not None
     assert t.files[str(tmp_path / "absent.toml")] is None
     assert binary in t.bins and got == "d" and t.redo == [["tree", ["x"], "d"]]
-    with read_trace.tracing() as t2:
+    with file_reads.tracing() as t2:
         subprocess.run([binary])
     assert t2.unsafe is not None
     outside = tmp_path / "outside.txt"
@@ -400,7 +402,7 @@ def test_the_code_keys_the_memo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     shutil.copytree(plan_memo.PACKAGE, pkg, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(plan_memo, "PACKAGE", pkg)
     one = plan_memo.command_of(tmp_path, ["build"])
-    (pkg / "plan.py").write_text((pkg / "plan.py").read_text() + "\n# edited\n")
+    (pkg / "plan" / "derivation.py").write_text((pkg / "plan" / "derivation.py").read_text() + "\n# edited\n")
     two = plan_memo.command_of(tmp_path, ["build"])
     assert one is not None and two is not None and one.key != two.key
     assert plan_memo.command_of(tmp_path, ["build", "x=1", "x=2"]) is None  # given twice
@@ -444,9 +446,9 @@ def test_a_managed_workspace_switch_is_fast_once_its_ide_files_are_settled(
         res = memo_doit(*sw)
         assert res.returncode == 0, res.output
     tasks = project / ".vscode" / "tasks.json"
-    before = read_trace.stat_sig(str(tasks))
+    before = file_reads.stat_sig(str(tasks))
     assert answered_from_memo(project, store, *sw)
-    assert read_trace.stat_sig(str(tasks)) == before
+    assert file_reads.stat_sig(str(tasks)) == before
     assert not answered_from_memo(project, store, *sw, "variant=release")
     assert "variant=release" in build_task_args(project)
     assert not answered_from_memo(project, store, *sw)  # back: the files name release

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 from conftest import make_store
-from orchestrator.plan_why import Change, derivation_diff
+from orchestrator.realise.explain import Change, derivation_diff
 
 
 def last_json(stdout: str) -> dict:

@@ -20,7 +20,7 @@ from elftools.elf.elffile import ELFFile
 from conftest import REPO, copy_project, run_doit
 from orchestrator.model.recipe import load_recipe
 from orchestrator.sources.archives import obtain_archive
-from orchestrator.store import Store
+from orchestrator.store.artifacts import Store
 
 pytestmark = pytest.mark.pytorch
 

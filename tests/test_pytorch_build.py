@@ -21,7 +21,7 @@ from filelock import FileLock
 from conftest import REPO, copy_project, run_doit
 from orchestrator.model.recipe import load_recipe
 from orchestrator.sources.archives import obtain_archive
-from orchestrator.store import Store
+from orchestrator.store.artifacts import Store
 
 pytestmark = pytest.mark.pytorch
 C10 = ("recipe=pytorch", "targets=c10", "substitute=0")

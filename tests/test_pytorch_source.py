@@ -16,7 +16,7 @@ from orchestrator.model.source_archive import ArchiveSource, Overlay
 from orchestrator.sources.archive import archive_identity, materialize
 from orchestrator.sources.archives import obtain_archive
 from orchestrator.sources.checkout import checkout_identity, prepare_checkout
-from orchestrator.store import Store
+from orchestrator.store.artifacts import Store
 
 
 def make_tarball(path: Path, top: str, files: dict[str, str], empty_dirs: tuple[str, ...] = ()) -> str:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator.errors import UserError
-from orchestrator.store import Store
-from orchestrator.workspace import Workspace
+from orchestrator.store.artifacts import Store
+from orchestrator.workspace.profiles import Workspace
 
 OUTPUTS = {"lib": ["lib"], "bin": ["bin"], "python": ["python"]}
 

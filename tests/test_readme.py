@@ -87,7 +87,7 @@ def test_team_cache_block_runs_line_by_line(tmp_path, session_toolchain):
 def test_help_and_gc_keep_agree_with_the_readme():
     """The README's everyday block starts with `doit help`, which lists every verb the
     README's blocks use; its gc line states gc's real default keep."""
-    from orchestrator import cli_vars
+    from orchestrator.config import cli_vars
 
     everyday = [strip_comment(ln) for ln in readme_block("Everyday use")]
     team = [strip_comment(ln) for ln in readme_block("Team cache")]

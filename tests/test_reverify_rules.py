@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.model.manifest import MANIFEST_NAME, Manifest
-from orchestrator.reverify import recorded_rules
+from orchestrator.realise.reverify import recorded_rules
 
 
 def manifest(tmp_path: Path, text: str) -> Path:

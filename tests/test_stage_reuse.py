@@ -9,16 +9,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from orchestrator import build_step, hashing
-from orchestrator import store as store_module
+from orchestrator import hashing
+from orchestrator.realise import build_step
+from orchestrator.store import artifacts as store_module
 from orchestrator.builders import context, install_map
 from orchestrator.builders.pytorch_meta import link_compile_commands_into_meta
 from orchestrator.hashing import sha256_file
-from orchestrator.read_trace import stat_sig
-from orchestrator.realise import realise
-from orchestrator.settings import Settings
-from orchestrator.stage_record import STAGE_RECORD
-from orchestrator.store import Store
+from orchestrator.memo.file_reads import stat_sig
+from orchestrator.realise.pipeline import realise
+from orchestrator.config.settings import Settings
+from orchestrator.store.stage_record import STAGE_RECORD
+from orchestrator.store.artifacts import Store
 from orchestrator.verify import cache as verify_cache
 
 UNCHANGED = ["prefix/lib/libdemo_core.so", "prefix/include/demo/core.h",

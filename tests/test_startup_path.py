@@ -17,7 +17,7 @@ from orchestrator.hashing import StatCache
 from orchestrator.lock import probe
 from orchestrator.lock.probe import DPKG_STATUS, probe_compiler, probe_syspkg
 from orchestrator.lock.probe_cache import ProbeCache
-from orchestrator.machine_check import check_machine
+from orchestrator.toolchain.machine_check import check_machine
 from orchestrator.model.lock import Lock
 
 
@@ -132,7 +132,7 @@ def test_the_caches_never_reach_the_artifact_id(project: Path, tmp_path: Path) -
     """A plan with cold caches and one with every answer remembered give the same id; the
     derivation's inputs are the lock's digests, never what a probe printed."""
     from orchestrator.lock.files import load_lock
-    from orchestrator.plan import used_keys
+    from orchestrator.plan.derivation import used_keys
     from orchestrator.model.recipe import load_recipe
 
     store = tmp_path / "store"
@@ -159,7 +159,7 @@ print(json.dumps({"exit": code, "modules": sorted(sys.modules)}))
 # the ELF readers, the builders, the cross-process file lock.
 NOT_ON_THE_NO_OP_PATH = ("nacl", "requests", "elftools", "http.client", "ssl", "filelock",
                          "orchestrator.builders.compile_cache.remote", "orchestrator.cache.pull",
-                         "orchestrator.verify", "orchestrator.build_step",
+                         "orchestrator.verify", "orchestrator.realise.build_step",
                          "orchestrator.builders.cmake_steps", "orchestrator.cache.signing")
 
 
@@ -179,7 +179,7 @@ def test_no_op_build_and_switch_leave_heavy_modules_unimported(doit, project: Pa
     for args in (("build", f"store={store}"),
                  ("switch", f"store={store}", f"workspace={ws}", "substitute=0")):
         loaded = modules_of(project, *args)
-        assert "orchestrator.realise" in loaded
+        assert "orchestrator.realise.pipeline" in loaded
         heavy = sorted(m for m in loaded if m.split(".")[0] in NOT_ON_THE_NO_OP_PATH
                        or any(m == n or m.startswith(n + ".") for n in NOT_ON_THE_NO_OP_PATH))
         assert not heavy, (args[0], heavy)

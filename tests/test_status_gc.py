@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from orchestrator.plan_memo import memo_artifact
+from orchestrator.memo.plan_memo import memo_artifact
 
 
 def snapshot(root: Path) -> set[str]:

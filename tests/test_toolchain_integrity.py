@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import tree_manifest
+from orchestrator.store import tree_manifest
 from orchestrator.builders.process import run_logged
 from orchestrator.errors import UserError
 from orchestrator.lock.files import load_lock, save_lock
 from orchestrator.lock.resolve import resolve_lock
-from orchestrator.machine_check import check_machine
+from orchestrator.toolchain.machine_check import check_machine
 from orchestrator.model.lock import CompilerEntry
-from orchestrator.store import Store
-from orchestrator.toolchain import (FILES_MANIFEST, TOOLCHAIN_JSON, check_toolchain, ensure_toolchain,
+from orchestrator.store.artifacts import Store
+from orchestrator.toolchain.materialize import (FILES_MANIFEST, TOOLCHAIN_JSON, check_toolchain, ensure_toolchain,
                                     linked_toolchain, toolchain_hash)
 from conftest import copy_project
 

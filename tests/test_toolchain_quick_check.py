@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import tree_manifest
+from orchestrator.store import tree_manifest
 
 NAME = "files.json"
 

@@ -12,7 +12,7 @@ from orchestrator.bench.rounds import Measure, Run, bench_cpu, measure_sides
 from orchestrator.bench.sides import Side
 from orchestrator.bench.stats import CONFIDENCE, ratio_ci, summarize, unsteady, verdict
 from orchestrator.model.bench import BenchReport, BenchSide, Difference, LoadReading, Noise
-from orchestrator.plan_why import derivation_diff
+from orchestrator.realise.explain import derivation_diff
 
 
 def side_result(side: Side, samples: list[float]) -> BenchSide:

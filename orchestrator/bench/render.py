@@ -10,7 +10,7 @@ from rich.table import Table
 from orchestrator.bench.rounds import interleaved
 from orchestrator.fs import write_atomic
 from orchestrator.model.bench import BenchReport, BenchSide
-from orchestrator.plan_why import Change
+from orchestrator.realise.explain import Change
 
 
 def amount(value: float, unit: str) -> str:

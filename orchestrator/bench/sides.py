@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.artifact_ref import find_stored
+from orchestrator.plan.artifact_ref import find_stored
 from orchestrator.errors import UserError
-from orchestrator.plan import make_plan
-from orchestrator.realise import Realised, realise
-from orchestrator.settings import Settings
-from orchestrator.store import Store
-from orchestrator.toolchain import ensure_toolchain
+from orchestrator.plan.derivation import make_plan
+from orchestrator.realise.pipeline import Realised, realise
+from orchestrator.config.settings import Settings
+from orchestrator.store.artifacts import Store
+from orchestrator.toolchain.materialize import ensure_toolchain
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from orchestrator.bot.matrix import Cell, config_path
 from orchestrator.errors import UserError
 from orchestrator.fs import write_atomic
 from orchestrator.model.nightly import BuildbotConfig, NightlyConfig
-from orchestrator.settings import Settings
+from orchestrator.config.settings import Settings
 
 PASSWORD_ENV = "ORCH_BUILDBOT_WORKER_PASSWORD"
 COORDINATOR = "nightly"

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from orchestrator.activation import activate
+from orchestrator.workspace.activate import activate
 from orchestrator.bot.abi_diff import highest_glibc, store_summary
 from orchestrator.bot.matrix import Cell, cell_path
 from orchestrator.bot.provenance import host, repo_state
@@ -26,10 +26,10 @@ from orchestrator.fs import write_atomic
 from orchestrator.hashing import pretty_json
 from orchestrator.model.nightly import MatrixEntry
 from orchestrator.model.recipe import load_recipe
-from orchestrator.realise import realise
-from orchestrator.settings import Settings
-from orchestrator.store import Store
-from orchestrator.workspace import Workspace
+from orchestrator.realise.pipeline import realise
+from orchestrator.config.settings import Settings
+from orchestrator.store.artifacts import Store
+from orchestrator.workspace.profiles import Workspace
 
 TAIL_LINES = 25
 

@@ -10,7 +10,7 @@ import time
 
 from orchestrator.bot.matrix import Cell
 from orchestrator.errors import UserError
-from orchestrator.settings import Settings
+from orchestrator.config.settings import Settings
 
 WORKER_TAGS_ENV = "ORCH_NIGHTLY_WORKER_TAGS"
 PROBE_KEY = "checks/nightly-preflight"

@@ -22,7 +22,7 @@ from orchestrator.bot.states import (MARKS, WORDS, cell_state, fails_night, huma
                                      mark_gpu_history, night_times)
 from orchestrator.fs import write_atomic
 from orchestrator.hashing import pretty_json
-from orchestrator.store_layout import MANIFEST_NAME
+from orchestrator.model.store_layout import MANIFEST_NAME
 
 # What the history keeps of a cell (the run report keeps everything).
 SLIM_DROP = ("smoke", "path")

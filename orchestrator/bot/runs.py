@@ -12,8 +12,8 @@ from orchestrator.bot.cell import tail, write_cell
 from orchestrator.bot.matrix import Cell, cell_path, config_path
 from orchestrator.errors import UserError
 from orchestrator.model.nightly import NightlyConfig
-from orchestrator.settings import Settings
-from orchestrator.store import Store
+from orchestrator.config.settings import Settings
+from orchestrator.store.artifacts import Store
 
 # Variables a local run hands on to its cell processes (the rest are the run's own).
 PASSED_ON = ("substitute", "compile_cache", "distcc_hosts", "keep_going")

@@ -6,7 +6,8 @@ import json
 import os
 from pathlib import Path
 
-from orchestrator import cuda_toolkit, head_start
+from orchestrator.toolchain import cuda_toolkit
+from orchestrator.memo import head_start
 from orchestrator.builders import cmake_file_api, source_mtimes
 from orchestrator.builders.compile_cache.source_link import source_link, source_link_flags
 from orchestrator.builders.compile_cache.stats import STATS_LOG
@@ -14,7 +15,7 @@ from orchestrator.builders.context import BuildContext
 from orchestrator.builders.process import NINJA_STATUS, run_logged
 from orchestrator.console import console
 from orchestrator.hashing import digest_of
-from orchestrator.store_layout import TOOLCHAIN_JSON
+from orchestrator.model.store_layout import TOOLCHAIN_JSON
 
 CONFIGURE_STAMP = ".orch-configure.json"
 

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from orchestrator.builders.compile_cache.kind import OFF, CompileCache
-from orchestrator.logical_paths import LOGICAL_BUILD_ROOT, LOGICAL_SRC_ROOT
-from orchestrator.plan import Plan
-from orchestrator.store import Store
-from orchestrator.toolchain import Toolchain
+from orchestrator.model.logical_paths import LOGICAL_BUILD_ROOT, LOGICAL_SRC_ROOT
+from orchestrator.plan.derivation import Plan
+from orchestrator.store.artifacts import Store
+from orchestrator.toolchain.materialize import Toolchain
 
 
 @dataclass

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from orchestrator.errors import UserError
 from orchestrator.fs import write_atomic
-from orchestrator.read_trace import stat_sig
+from orchestrator.memo.file_reads import stat_sig
 
 # set(CMAKE_CXX_STANDARD 20 ...) or set(CMAKE_CXX_STANDARD\n    20\n    CACHE STRING ...), the
 # first one outside a comment; a tree that sets none is not checked.

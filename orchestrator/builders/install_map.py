@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.fs import write_atomic
-from orchestrator.read_trace import stat_sig
+from orchestrator.memo.file_reads import stat_sig
 
 SCRIPT = "cmake_install.cmake"
 MAP_CACHE = ".orch-install-map.json"  # in the build tree: the last map and what it was read from

@@ -14,7 +14,7 @@ from orchestrator.builders.context import BuildContext
 from orchestrator.errors import UserError
 from orchestrator.fs import write_atomic
 from orchestrator.model.pytorch_options import PyTorchOptions
-from orchestrator.read_trace import stat_sig
+from orchestrator.memo.file_reads import stat_sig
 from orchestrator.sources.skbuild_settings import STATE, SkbuildConfig, read_skbuild, version_in
 from orchestrator.sources.tree_version import read_pyproject, tree_version
 

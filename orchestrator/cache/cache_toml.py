@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from orchestrator.errors import UserError
 from orchestrator.model.user_file import read_toml
-from orchestrator.read_trace import note_path
+from orchestrator.memo.file_reads import note_path
 
 if TYPE_CHECKING:  # nacl: loaded only where keys are used, not by every build's settings
     from orchestrator.cache.signing import TrustedKeys

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from orchestrator.cache.cache_toml import CONFIG_ENV, config_path
 from orchestrator.errors import UserError
-from orchestrator.read_trace import note_path
+from orchestrator.memo.file_reads import note_path
 
 REMOTE_SCHEMES = ("http://", "https://", "file://", "redis://")
 TABLE = "compile_cache"

@@ -27,7 +27,7 @@ from orchestrator.hashing import remember_sha256
 from orchestrator.model.cache_record import CacheRecord, Pack
 from orchestrator.model.manifest import FileEntry
 from orchestrator.model.user_file import MAX_DEPTH, depth_ok
-from orchestrator.store import Store
+from orchestrator.store.artifacts import Store
 
 T = TypeVar("T")
 

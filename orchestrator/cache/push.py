@@ -21,7 +21,7 @@ from orchestrator.cache.signing import SecretKey
 from orchestrator.cache.transfer import TransferStats
 from orchestrator.hashing import pretty_json
 from orchestrator.model.cache_record import CacheRecord, Signature
-from orchestrator.store import Store
+from orchestrator.store.artifacts import Store
 
 
 def artifact_record(artifact: Path) -> CacheRecord:

@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrator.model.lock import Lock
-from orchestrator.settings import Settings
-from orchestrator.store import Store
-from orchestrator.toolchain import Substituter
+from orchestrator.config.settings import Settings
+from orchestrator.store.artifacts import Store
+from orchestrator.toolchain.materialize import Substituter
 
 
 def toolchain_substituter(settings: Settings) -> Substituter | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from orchestrator import tree_manifest
+from orchestrator.store import tree_manifest
 from orchestrator.cache.backend import Backend
 from orchestrator.cache.cache_toml import CacheConfig, load_config
 from orchestrator.cache.errors import CacheError
@@ -28,8 +28,8 @@ from orchestrator.console import console, working
 from orchestrator.fs import remove_tree, temp_in
 from orchestrator.hashing import remember_sha256, sha256_bytes
 from orchestrator.model.lock import Lock, PythonEntry
-from orchestrator.store import Store
-from orchestrator.toolchain import FILES_MANIFEST, TOOLCHAIN_JSON, toolchain_hash
+from orchestrator.store.artifacts import Store
+from orchestrator.toolchain.materialize import FILES_MANIFEST, TOOLCHAIN_JSON, toolchain_hash
 
 
 def fetch_toolchain_record(backend: Backend, lock: Lock,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from orchestrator import tree_manifest
+from orchestrator.store import tree_manifest
 from orchestrator.cache.backends import open_backend
 from orchestrator.cache.blob_upload import upload_blobs
 from orchestrator.cache.cache_toml import CacheConfig
@@ -27,7 +27,7 @@ from orchestrator.hashing import pretty_json
 from orchestrator.model.cache_record import Signature
 from orchestrator.model.lock import Lock, PythonEntry
 from orchestrator.model.manifest import FileEntry
-from orchestrator.toolchain import FILES_MANIFEST, check_toolchain, toolchain_hash
+from orchestrator.toolchain.materialize import FILES_MANIFEST, check_toolchain, toolchain_hash
 
 
 def _holds(path: Path, needle: bytes) -> tuple[bool, bool]:

@@ -13,12 +13,12 @@ from orchestrator.builders.context import BuildContext
 from orchestrator.fs import atomic_symlink
 from orchestrator.ide.spec import IdeSpec, presets_binary_dir_for
 from orchestrator.model.recipe import resolve_variant
-from orchestrator.plan import Plan, make_plan
-from orchestrator.selection import extra_vars, manifest_selection
-from orchestrator.settings import Settings
-from orchestrator.store import Store
-from orchestrator.toolchain import Toolchain, ensure_toolchain
-from orchestrator.workspace import Workspace
+from orchestrator.plan.derivation import Plan, make_plan
+from orchestrator.plan.selection import extra_vars, manifest_selection
+from orchestrator.config.settings import Settings
+from orchestrator.store.artifacts import Store
+from orchestrator.toolchain.materialize import Toolchain, ensure_toolchain
+from orchestrator.workspace.profiles import Workspace
 
 
 def spec_for(settings: Settings, plan: Plan | None = None,

@@ -17,9 +17,9 @@ from orchestrator.ide.vscode_files import (cpp_properties_json, launch_json, set
                                            tasks_json)
 
 if TYPE_CHECKING:
-    from orchestrator.plan import Plan
-    from orchestrator.settings import Settings
-    from orchestrator.toolchain import Toolchain
+    from orchestrator.plan.derivation import Plan
+    from orchestrator.config.settings import Settings
+    from orchestrator.toolchain.materialize import Toolchain
 
 
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestrator.logical_paths import LOGICAL_BUILD_ROOT, LOGICAL_SRC_ROOT
+from orchestrator.model.logical_paths import LOGICAL_BUILD_ROOT, LOGICAL_SRC_ROOT
 
 WS = "${workspaceFolder}"
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from orchestrator.debugger_env import locate
+from orchestrator.toolchain.debugger_env import locate
 from orchestrator.ide.debugger_init import GDB_SCRIPT, LLDB_SCRIPT, SCRIPTS_DIR, wrappers
 from orchestrator.ide.jsonc import OURS, merge_named, read_json
 from orchestrator.ide.spec import WS, IdeSpec

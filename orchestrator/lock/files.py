@@ -12,7 +12,7 @@ from orchestrator.hashing import pretty_json, sha256_bytes
 from orchestrator.model.lock import Lock, LockSpec
 from orchestrator.model.recipe import NAME_RE, describe_validation_error
 from orchestrator.model.user_file import read_json, read_toml
-from orchestrator.read_trace import note_path
+from orchestrator.memo.file_reads import note_path
 
 
 def check_lock_name(name: str) -> str:

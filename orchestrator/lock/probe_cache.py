@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from orchestrator.fs import write_atomic
-from orchestrator.read_trace import note_binary, paused
+from orchestrator.memo.file_reads import note_binary, paused
 
 Answer = TypeVar("Answer")
 

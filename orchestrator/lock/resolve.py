@@ -14,7 +14,7 @@ from orchestrator.lock.files import load_spec, lock_path
 from orchestrator.lock.probe import is_script, probe_compiler, probe_python, probe_syspkg
 from orchestrator.model.lock import (CondaEntry, CudaSpec, CudaToolkitEntry, DebEntry, Lock,
                                     LockEntry, PypiEntry)
-from orchestrator.platform_facts import platform_facts
+from orchestrator.model.platform_facts import platform_facts
 
 
 def resolve_pypi(interpreter: str, requirements: list[str],

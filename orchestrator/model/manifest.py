@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.hashing import known_sha256
 
-from orchestrator.store_layout import MANIFEST_NAME  # noqa: F401 - the name with its model
+from orchestrator.model.store_layout import MANIFEST_NAME  # noqa: F401 - the name with its model
 
 
 class FileEntry(BaseModel):

@@ -17,7 +17,7 @@ from orchestrator.errors import UserError
 from orchestrator.fs import remove_tree, temp_sibling
 from orchestrator.hashing import StatCache, sha256_file
 from orchestrator.model.source_archive import Archive
-from orchestrator.store import Store
+from orchestrator.store.artifacts import Store
 
 ARCHIVES_ENV = "ORCH_ARCHIVES"
 USER_ARCHIVES = Path("~/.cache/orchestrator/archives")

@@ -14,10 +14,10 @@ from typing import Any, Callable
 
 from orchestrator.errors import UserError
 from orchestrator.hashing import StatCache, digest_of, sha256_bytes, tree_digest
-from orchestrator.read_trace import recorded
+from orchestrator.memo.file_reads import recorded
 from orchestrator.sources.prepared import (IGNORED_DIRS, PreparedSource, is_workspace_link,
                                           is_workspace_plumbing, stat_cache)
-from orchestrator.store import Store
+from orchestrator.store.artifacts import Store
 
 
 def _git(path: Path, *args: str) -> bytes:

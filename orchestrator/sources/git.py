@@ -23,11 +23,11 @@ from orchestrator.fs import remove_tree, temp_in, write_atomic
 from orchestrator.hashing import digest_of, pretty_json
 from orchestrator.model.recipe import Recipe, load_recipe
 from orchestrator.model.source_git import GitSource
-from orchestrator.settings import Settings
+from orchestrator.config.settings import Settings
 from orchestrator.sources.checkout import prepare_checkout
 from orchestrator.sources.patches import patch_identity, patch_paths, patched_copy
 from orchestrator.sources.prepared import TREE_STAMP, PreparedSource
-from orchestrator.store import Store
+from orchestrator.store.artifacts import Store
 
 GIT_LOCK = "git-sources.json"
 HEX40 = re.compile(r"^[0-9a-f]{40}$")

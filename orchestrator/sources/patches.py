@@ -15,7 +15,7 @@ from orchestrator.hashing import digest_of, sha256_file
 from orchestrator.model.source_archive import Overlay
 from orchestrator.sources.archives import untar
 from orchestrator.sources.prepared import IGNORED_DIRS, TREE_STAMP
-from orchestrator.store import Store
+from orchestrator.store.artifacts import Store
 
 
 def patch_paths(spec: Any, recipes_dir: Path, recipe: str) -> list[Path]:

@@ -8,12 +8,12 @@ from typing import Any
 from orchestrator.errors import UserError
 from orchestrator.hashing import tree_items
 from orchestrator.model.recipe import PathSource, Recipe
-from orchestrator.read_trace import recorded
-from orchestrator.settings import Settings
+from orchestrator.memo.file_reads import recorded
+from orchestrator.config.settings import Settings
 from orchestrator.sources.listing import keep_listing
 from orchestrator.sources.patches import patch_identity, patch_paths, patched_copy
 from orchestrator.sources.prepared import IGNORED_DIRS, IGNORED_FILES, PreparedSource, stat_cache
-from orchestrator.store import Store
+from orchestrator.store.artifacts import Store
 
 
 def prepare_path_source(settings: Settings, recipe: Recipe, spec: PathSource,

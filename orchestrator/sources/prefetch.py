@@ -15,7 +15,7 @@ from orchestrator.fs import remove_tree, temp_in
 from orchestrator.model.recipe import load_recipe
 from orchestrator.model.source_archive import Archive, ArchiveSource
 from orchestrator.sources.archives import check_pinned_digest, fetch_into
-from orchestrator.store import Store
+from orchestrator.store.artifacts import Store
 
 
 def pinned_archives(recipes_dir: Path) -> list[tuple[str, Archive]]:

@@ -5,12 +5,12 @@ from typing import Any, Callable
 
 from orchestrator.errors import UserError
 from orchestrator.model.recipe import Recipe
-from orchestrator.settings import Settings
+from orchestrator.config.settings import Settings
 from orchestrator.sources.archive import prepare_archive_source
 from orchestrator.sources.git import prepare_git_source
 from orchestrator.sources.path import prepare_path_source
 from orchestrator.sources.prepared import PreparedSource
-from orchestrator.store import Store
+from orchestrator.store.artifacts import Store
 
 # source.kind → the function that prepares it (a new kind: a module and a row here).
 PREPARERS: dict[str, Callable[[Settings, Recipe, Any, Store], PreparedSource]] = {

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.hashing import StatCache
-from orchestrator.store import Store
-from orchestrator.store_layout import SOURCE_STAT_CACHE
+from orchestrator.store.artifacts import Store
+from orchestrator.model.store_layout import SOURCE_STAT_CACHE
 
 # Never part of a source's identity: VCS metadata and build output left in the tree.
 IGNORED_DIRS = (".git", ".hg", "build", "__pycache__", ".orch", ".vscode", ".cache")

@@ -11,11 +11,11 @@ from orchestrator.bench.compare import compare
 from orchestrator.bench.render import summary_lines, table, write_plot
 from orchestrator.bench.rounds import Measure
 from orchestrator.bench.sides import bench_sides
-from orchestrator.command_line import command_after_dashes
+from orchestrator.config.command_line import command_after_dashes
 from orchestrator.console import console
 from orchestrator.errors import UserError
-from orchestrator.settings import Settings
-from orchestrator.store import Store
+from orchestrator.config.settings import Settings
+from orchestrator.store.artifacts import Store
 from orchestrator.verbs.output import print_json
 
 DEFAULT_ROUNDS = 10

@@ -4,10 +4,10 @@ from __future__ import annotations
 import time
 
 from orchestrator.console import print_total
-from orchestrator.plan_memo import remember
-from orchestrator.realise import Realised, realise
-from orchestrator.settings import Settings
-from orchestrator.store import Store
+from orchestrator.memo.plan_memo import remember
+from orchestrator.realise.pipeline import Realised, realise
+from orchestrator.config.settings import Settings
+from orchestrator.store.artifacts import Store
 from orchestrator.verbs.output import emit
 
 

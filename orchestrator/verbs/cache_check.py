@@ -19,7 +19,7 @@ from orchestrator.cache.errors import CacheError
 from orchestrator.cache.signing import SIGNING_KEY_ENV, load_signing_key
 from orchestrator.console import console
 from orchestrator.errors import CheckFailed, UserError
-from orchestrator.settings import Settings
+from orchestrator.config.settings import Settings
 from orchestrator.verbs.output import emit
 
 PROBE_KEY = "checks/write-probe"

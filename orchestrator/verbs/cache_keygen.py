@@ -7,7 +7,7 @@ from typing import Any
 from orchestrator.cache.signing import default_key_dir, write_key_pair
 from orchestrator.console import console
 from orchestrator.errors import UserError
-from orchestrator.settings import Settings
+from orchestrator.config.settings import Settings
 from orchestrator.verbs.output import emit
 
 

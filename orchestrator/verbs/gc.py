@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from orchestrator import cli_vars, fault_point, roots_lock, store_usage
+from orchestrator import fault_point
+from orchestrator.config import cli_vars
+from orchestrator.store import roots_lock
+from orchestrator.verbs import gc_planner
 from orchestrator.builders.compile_cache import gc as compile_cache_gc
 from orchestrator.console import working
 from orchestrator.errors import UserError
-from orchestrator.settings import Settings
-from orchestrator.store import Store
+from orchestrator.config.settings import Settings
+from orchestrator.store.artifacts import Store
 from orchestrator.verbs.output import emit, mb, short_name
 
 
@@ -27,9 +30,9 @@ def cmd_gc(settings: Settings) -> None:
     store = Store(settings.store_root)
     with roots_lock.holding(store.root, exclusive=True):  # no commit or link meanwhile
         with working("gc: what no kept generation needs, and its size"):
-            need = store_usage.needed(settings, store, keep)
-            doomed, notes = store_usage.gc_plan(settings, store, keep, need)
-            freed = store_usage.freed_bytes(d.path for d in doomed)
+            need = gc_planner.needed(settings, store, keep)
+            doomed, notes = gc_planner.gc_plan(settings, store, keep, need)
+            freed = gc_planner.freed_bytes(d.path for d in doomed)
         fault_point.pause("gc-planned")
         gone = {d.path for d in doomed}
         kept = [{"kind": "artifact", "path": str(a),
@@ -37,7 +40,7 @@ def cmd_gc(settings: Settings) -> None:
                 for a in store.artifacts() if a not in gone]
         if not dry_run:
             with working(f"gc: deleting {len(doomed)} entries"):
-                store_usage.apply(store, doomed)
+                gc_planner.apply(store, doomed)
     verb = "would delete" if dry_run else "deleted"
     if not dry_run:
         with working("gc: trimming the compile cache"):

@@ -9,8 +9,8 @@ from orchestrator.console import console, working
 from orchestrator.errors import CheckFailed
 from orchestrator.lock.files import lock_path, render_lock, save_lock
 from orchestrator.lock.resolve import lock_all
-from orchestrator.settings import Settings
-from orchestrator.store import Store
+from orchestrator.config.settings import Settings
+from orchestrator.store.artifacts import Store
 
 
 def changed_entries(before: str | None, after: str) -> list[str]:

@@ -33,8 +33,8 @@ from orchestrator.console import console
 from orchestrator.errors import CheckFailed, UserError
 from orchestrator.fs import write_atomic
 from orchestrator.model.nightly import NightlyConfig
-from orchestrator.settings import Settings
-from orchestrator.store import Store
+from orchestrator.config.settings import Settings
+from orchestrator.store.artifacts import Store
 from orchestrator.verbs.output import emit
 
 

@@ -10,7 +10,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.console import console
-from orchestrator.settings import Settings
+from orchestrator.config.settings import Settings
 
 if TYPE_CHECKING:  # rich.table is imported where a table is drawn
     from rich.table import Table

@@ -1,14 +1,14 @@
 """`doit plan`: what recipe/variant/source/targets resolve to (id, derivation, lock entries) and
-what `doit build` would do now; nothing is built (the report: orchestrator.plan_why)."""
+what `doit build` would do now; nothing is built (the report: orchestrator.realise.explain)."""
 from __future__ import annotations
 
 from typing import Any
 
 from orchestrator.hashing import pretty_json
-from orchestrator.plan import make_plan
-from orchestrator.plan_why import plan_report
-from orchestrator.settings import Settings
-from orchestrator.store import Store
+from orchestrator.plan.derivation import make_plan
+from orchestrator.realise.explain import plan_report
+from orchestrator.config.settings import Settings
+from orchestrator.store.artifacts import Store
 from orchestrator.verbs.output import emit
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from orchestrator.artifact_ref import named_artifact
+from orchestrator.plan.artifact_ref import named_artifact
 from orchestrator.cache.cache_toml import CacheConfig, load_config
 from orchestrator.cache.push import push_many
 from orchestrator.cache.signing import SecretKey, load_signing_key
@@ -13,9 +13,9 @@ from orchestrator.cache.transfer import TransferStats
 from orchestrator.console import console
 from orchestrator.errors import UserError
 from orchestrator.lock.files import load_lock
-from orchestrator.settings import Settings
-from orchestrator.store import Store
-from orchestrator.toolchain import TOOLCHAIN_JSON, toolchain_root
+from orchestrator.config.settings import Settings
+from orchestrator.store.artifacts import Store
+from orchestrator.toolchain.materialize import TOOLCHAIN_JSON, toolchain_root
 from orchestrator.verbs.output import emit
 from orchestrator.verbs.toolchain import toolchain_lock_name
 

@@ -3,9 +3,9 @@ differs from the active one (generations of the same artifact are skipped, and n
 from __future__ import annotations
 
 from orchestrator.ide.render import refresh_if_managed
-from orchestrator.settings import Settings
+from orchestrator.config.settings import Settings
 from orchestrator.verbs.output import emit
-from orchestrator.workspace import Workspace
+from orchestrator.workspace.profiles import Workspace
 
 
 def cmd_rollback(settings: Settings) -> None:

@@ -7,11 +7,11 @@ import os
 
 from orchestrator.bench.environment import artifact_env
 from orchestrator.bench.sides import run_side
-from orchestrator.command_line import command_after_dashes
+from orchestrator.config.command_line import command_after_dashes
 from orchestrator.console import console
 from orchestrator.errors import UserError
-from orchestrator.settings import Settings
-from orchestrator.store import Store
+from orchestrator.config.settings import Settings
+from orchestrator.store.artifacts import Store
 
 
 def cmd_run(settings: Settings, words: list[str]) -> None:

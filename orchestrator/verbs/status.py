@@ -6,11 +6,11 @@ from pathlib import Path
 
 from orchestrator.builders.compile_cache import gc as compile_cache_gc
 from orchestrator.console import console
-from orchestrator.settings import Settings
-from orchestrator.store import Store
-from orchestrator.store_usage import mtime_iso, source_revision, tree_size
+from orchestrator.config.settings import Settings
+from orchestrator.store.artifacts import Store
+from orchestrator.verbs.gc_planner import mtime_iso, source_revision, tree_size
 from orchestrator.verbs.output import ID_WIDTH, emit, fitted_table, mb, short_name
-from orchestrator.workspace import Workspace
+from orchestrator.workspace.profiles import Workspace
 
 
 def artifact_row(store: Store, path: Path) -> dict:

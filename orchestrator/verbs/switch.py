@@ -2,18 +2,19 @@
 `doit switch -`: back to the generation that was active before the last switch or rollback."""
 from __future__ import annotations
 
-from orchestrator import fault_point, roots_lock
-from orchestrator.activation import activate
+from orchestrator import fault_point
+from orchestrator.store import roots_lock
+from orchestrator.workspace.activate import activate
 from orchestrator.errors import UserError
 from orchestrator.ide.render import refresh_if_managed
-from orchestrator.plan_memo import ide_reads, remember, tracing_ide
-from orchestrator.read_trace import stat_sig
-from orchestrator.realise import realise
-from orchestrator.settings import Settings
-from orchestrator.store import Store
-from orchestrator.toolchain import TOOLCHAIN_JSON
+from orchestrator.memo.plan_memo import ide_reads, remember, tracing_ide
+from orchestrator.memo.file_reads import stat_sig
+from orchestrator.realise.pipeline import realise
+from orchestrator.config.settings import Settings
+from orchestrator.store.artifacts import Store
+from orchestrator.toolchain.materialize import TOOLCHAIN_JSON
 from orchestrator.verbs.output import emit
-from orchestrator.workspace import Workspace
+from orchestrator.workspace.profiles import Workspace
 
 
 def switch_back(settings: Settings) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from orchestrator.cache.toolchain_hook import toolchain_substituter
 from orchestrator.lock.files import load_lock
 from orchestrator.model.recipe import load_recipe
-from orchestrator.settings import Settings
-from orchestrator.store import Store
-from orchestrator.toolchain import ensure_toolchain
+from orchestrator.config.settings import Settings
+from orchestrator.store.artifacts import Store
+from orchestrator.toolchain.materialize import ensure_toolchain
 from orchestrator.verbs.output import emit
 
 

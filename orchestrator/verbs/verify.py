@@ -6,21 +6,21 @@ import contextlib
 import dataclasses
 from pathlib import Path
 
-from orchestrator.artifact_ref import find_stored
+from orchestrator.plan.artifact_ref import find_stored
 from orchestrator.console import console
 from orchestrator.errors import CheckFailed, UserError
 from orchestrator.lock.files import load_lock
 from orchestrator.model.recipe import load_recipe
-from orchestrator.plan import Plan, make_plan
-from orchestrator.selection import command_for, manifest_selection
-from orchestrator.settings import Settings
-from orchestrator.store import Store
-from orchestrator.toolchain import ensure_toolchain, verify_toolchain_full
+from orchestrator.plan.derivation import Plan, make_plan
+from orchestrator.plan.selection import command_for, manifest_selection
+from orchestrator.config.settings import Settings
+from orchestrator.store.artifacts import Store
+from orchestrator.toolchain.materialize import ensure_toolchain, verify_toolchain_full
 from orchestrator.verbs.output import print_json
 from orchestrator.verify import verify_artifact
 from orchestrator.verify.report import VerifyReport
 from orchestrator.verify.store_entry import changes_summary, entry_changes
-from orchestrator.workspace import Workspace
+from orchestrator.workspace.profiles import Workspace
 
 
 def locate(settings: Settings, store: Store) -> tuple[Path, Plan]:

@@ -1,20 +1,20 @@
 """`doit why`: the derivation difference between two artifacts, either two stored ones
-(`doit why A B`, each named by the id= rule of orchestrator.artifact_ref) or two variable
+(`doit why A B`, each named by the id= rule of orchestrator.plan.artifact_ref) or two variable
 sets planned like `doit plan`, nothing built (`doit why variant=release variant2=debug`: the
 second side's recipe2=/variant2=/source2=/targets2=, each defaulting to the first side's).
-The diff: orchestrator.plan_why."""
+The diff: orchestrator.realise.explain."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from orchestrator.artifact_ref import find_stored
+from orchestrator.plan.artifact_ref import find_stored
 from orchestrator.errors import UserError
-from orchestrator.plan import make_plan
-from orchestrator.plan_why import Change, derivation_diff
-from orchestrator.settings import Settings
+from orchestrator.plan.derivation import make_plan
+from orchestrator.realise.explain import Change, derivation_diff
+from orchestrator.config.settings import Settings
 from orchestrator.sources.listing import TreeChanges, tree_changes
-from orchestrator.store import Store
+from orchestrator.store.artifacts import Store
 from orchestrator.verbs.output import emit
 
 # The second side's variables and the first side's they stand for.

@@ -14,8 +14,8 @@ from orchestrator.verify.report import VerifyReport
 from orchestrator.verify.resolve import SearchConfig, realpath, within
 
 if TYPE_CHECKING:
-    from orchestrator.plan import Plan
-    from orchestrator.toolchain import Toolchain
+    from orchestrator.plan.derivation import Plan
+    from orchestrator.toolchain.materialize import Toolchain
 
 __all__ = ["verify_artifact", "verify_tree", "config_for", "VerifyReport", "VerifyConfig"]
 

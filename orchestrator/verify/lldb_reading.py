@@ -9,7 +9,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.debugger_env import locate
+from orchestrator.toolchain.debugger_env import locate
 
 SAMPLE = 4                # functions per library
 PROBE_TIMEOUT_S = 600

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrator.model.manifest import FileEntry, Manifest
-from orchestrator.tree_manifest import Changes
+from orchestrator.store.tree_manifest import Changes
 
 
 def _same(a: FileEntry, b: FileEntry) -> bool:

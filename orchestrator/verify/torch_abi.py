@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from orchestrator.toolchain import probe_torch
+from orchestrator.toolchain.materialize import probe_torch
 from orchestrator.verify.inputs import TorchFacts
 
 if TYPE_CHECKING:
-    from orchestrator.toolchain import Toolchain
+    from orchestrator.toolchain.materialize import Toolchain
 
 
 def torch_facts(toolchain: "Toolchain") -> TorchFacts | None:

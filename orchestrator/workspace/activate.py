@@ -2,10 +2,10 @@
 bot's smoke tests do): the profile link plus the toolchain whose python the env script uses."""
 from __future__ import annotations
 
-from orchestrator.realise import Realised
-from orchestrator.store import Store
-from orchestrator.toolchain import Toolchain
-from orchestrator.workspace import Workspace
+from orchestrator.realise.pipeline import Realised
+from orchestrator.store.artifacts import Store
+from orchestrator.toolchain.materialize import Toolchain
+from orchestrator.workspace.profiles import Workspace
 
 
 def activate(ws: Workspace, store: Store, r: Realised,

@@ -19,11 +19,11 @@ from orchestrator.errors import CheckFailed
 from orchestrator.fs import write_atomic
 from orchestrator.hashing import digest_of, pretty_json
 from orchestrator.model.manifest import MANIFEST_NAME
-from orchestrator.settings import Settings
-from orchestrator.store import Store
+from orchestrator.config.settings import Settings
+from orchestrator.store.artifacts import Store
 
 if TYPE_CHECKING:
-    from orchestrator.plan import Plan
+    from orchestrator.plan.derivation import Plan
 
 RULES_DIGEST_LEN = 16
 
@@ -70,7 +70,7 @@ def reverify_if_rules_changed(settings: Settings, store: Store, plan: "Plan",
             raise CheckFailed(f"{plan.name} fails the recipe's current verify rules (recorded in "
                               f"{marker}); fix the rules or the build, or pass commit_failed=1")
         return None
-    from orchestrator.toolchain import ensure_toolchain
+    from orchestrator.toolchain.materialize import ensure_toolchain
     from orchestrator.verify import verify_artifact
 
     console.print(f"verify rules changed since {plan.name} was verified: verifying it again")

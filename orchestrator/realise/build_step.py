@@ -21,11 +21,11 @@ from orchestrator.builders.context import BuildContext
 from orchestrator.builders.install_map import InstallMap, install_sources
 from orchestrator.builders.registry import get_builder
 from orchestrator.hashing import digest_of
-from orchestrator.plan import Plan
-from orchestrator.settings import Settings
-from orchestrator.stage_record import read_record
-from orchestrator.store import Store
-from orchestrator.toolchain import Toolchain
+from orchestrator.plan.derivation import Plan
+from orchestrator.config.settings import Settings
+from orchestrator.store.stage_record import read_record
+from orchestrator.store.artifacts import Store
+from orchestrator.toolchain.materialize import Toolchain
 
 
 def run_builder(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain,

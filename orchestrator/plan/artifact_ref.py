@@ -9,9 +9,9 @@ import re
 from pathlib import Path
 
 from orchestrator.errors import UserError
-from orchestrator.plan import make_plan
-from orchestrator.settings import Settings
-from orchestrator.store import Store
+from orchestrator.plan.derivation import make_plan
+from orchestrator.config.settings import Settings
+from orchestrator.store.artifacts import Store
 
 MIN_PREFIX = 6
 ID_LENGTH = 40

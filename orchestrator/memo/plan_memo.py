@@ -23,9 +23,9 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
-from orchestrator.command_line import split_words
-from orchestrator.read_trace import Trace, stat_sig, tracing
-from orchestrator.store_layout import (MACHINE_STAT_CACHE, MANIFEST_NAME, PROBE_CACHE,
+from orchestrator.config.command_line import split_words
+from orchestrator.memo.file_reads import Trace, stat_sig, tracing
+from orchestrator.model.store_layout import (MACHINE_STAT_CACHE, MANIFEST_NAME, PROBE_CACHE,
                                         SOURCE_STAT_CACHE)
 
 FORMAT = 1
@@ -47,7 +47,7 @@ SHELL_ONLY = frozenset({
     "HISTCONTROL", "MAIL", "LESSOPEN", "LESSCLOSE"})
 SHELL_PREFIXES = ("VSCODE_",)
 
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parents[1]  # all of orchestrator/, not only memo/
 
 
 class Command:
@@ -178,7 +178,7 @@ def remember(r: Any, switch_to: dict[str, Any] | None = None) -> None:
     """Keep the memo of this command's answer (a Realised `r`; for a switch, what it linked).
     Written atomically; a store we cannot write only costs the next command its plan."""
     from orchestrator.fs import write_atomic
-    from orchestrator.toolchain import FILES_MANIFEST, TOOLCHAIN_JSON, toolchain_root
+    from orchestrator.toolchain.materialize import FILES_MANIFEST, TOOLCHAIN_JSON, toolchain_root
 
     t, cmd = _trace, _command
     if t is None or cmd is None or t.unsafe is not None:

@@ -35,7 +35,7 @@ from typing import Any, Iterator, NamedTuple
 
 from orchestrator.fs import write_atomic
 from orchestrator.process_group import Step, spawn
-from orchestrator.read_trace import stat_sig
+from orchestrator.memo.file_reads import stat_sig
 
 NINJA_LOG = ".ninja_log"
 SPEC = ".orch-head-start.json"  # in the build tree: the ninja its last build ran

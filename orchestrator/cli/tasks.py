@@ -1,10 +1,10 @@
 """doit task definitions: one per verb, mapping it to its module in orchestrator.verbs (no logic
 here; the module is imported only when its task runs, so `doit list` and help stay fast).
-Each verb's one line (`doit list`, `doit help`) and its variables live in orchestrator.cli_vars
+Each verb's one line (`doit list`, `doit help`) and its variables live in orchestrator.config.cli_vars
 only: a task function carries no docstring of its own to drift from them."""
 from __future__ import annotations
 
-from orchestrator.doit_glue import args_task, task
+from orchestrator.cli.doit_glue import args_task, task
 
 
 def task_lock():

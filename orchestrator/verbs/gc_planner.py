@@ -19,9 +19,9 @@ from typing import Any, Iterable, Iterator
 
 from orchestrator.errors import UserError
 from orchestrator.fs import remove_tree
-from orchestrator.plan_memo import MEMO_DIR, memo_artifact
-from orchestrator.settings import Settings
-from orchestrator.store import Store
+from orchestrator.memo.plan_memo import MEMO_DIR, memo_artifact
+from orchestrator.config.settings import Settings
+from orchestrator.store.artifacts import Store
 
 
 def _files(path: Path) -> Iterator[os.stat_result]:
@@ -107,8 +107,8 @@ def _workspaces(store: Store) -> list[Path]:
 def needed(settings: Settings, store: Store, keep: int) -> Needed:
     from orchestrator.lock.files import load_lock
     from orchestrator.model.recipe import load_recipe
-    from orchestrator.toolchain import toolchain_hash
-    from orchestrator.workspace import Workspace
+    from orchestrator.toolchain.materialize import toolchain_hash
+    from orchestrator.workspace.profiles import Workspace
 
     notes: list[str] = []
     arts: set[Path] = set()

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator import head_start
+from orchestrator.memo import head_start
 from orchestrator.builders.compile_cache import launcher
 from orchestrator.cache.toolchain_hook import toolchain_substituter  # light: see its docstring
 from orchestrator.console import console, phase, print_phase
@@ -17,13 +17,13 @@ from orchestrator.errors import CheckFailed
 from orchestrator.fs import remove_tree, write_atomic
 from orchestrator.hashing import pretty_json
 from orchestrator.model.manifest import Manifest
-from orchestrator.plan import Plan, make_plan
-from orchestrator.plan_memo import planning
-from orchestrator.read_trace import paused
-from orchestrator.reverify import reverify_if_rules_changed, rules_digest
-from orchestrator.settings import Settings
-from orchestrator.store import Store
-from orchestrator.toolchain import Toolchain, ensure_toolchain, linked_toolchain, toolchain_root
+from orchestrator.plan.derivation import Plan, make_plan
+from orchestrator.memo.plan_memo import planning
+from orchestrator.memo.file_reads import paused
+from orchestrator.realise.reverify import reverify_if_rules_changed, rules_digest
+from orchestrator.config.settings import Settings
+from orchestrator.store.artifacts import Store
+from orchestrator.toolchain.materialize import Toolchain, ensure_toolchain, linked_toolchain, toolchain_root
 
 if TYPE_CHECKING:
     from orchestrator.builders.process import BuildFailed
@@ -103,7 +103,7 @@ def run_verify(stage: Path, plan: Plan, toolchain: Toolchain,
 
 
 def build(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain) -> Path:
-    from orchestrator.build_step import run_builder
+    from orchestrator.realise.build_step import run_builder
     from orchestrator.builders.context import build_tree_of
     from orchestrator.builders.process import BuildFailed
 
@@ -178,7 +178,7 @@ def again(settings: Settings, store: Store, r: Realised) -> Realised:
     entry is never touched); check=1 raises CheckFailed when anything differs."""
     if not (settings.check or (settings.rebuild and r.origin != "built")):
         return r  # rebuild=1 of an artifact just built: that was the build
-    from orchestrator.rebuild_check import rebuild_and_compare
+    from orchestrator.realise.rebuild_check import rebuild_and_compare
 
     r.comparison = rebuild_and_compare(settings, store, r.plan, r.path, r.toolchain)
     return r

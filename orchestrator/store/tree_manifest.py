@@ -2,7 +2,7 @@
 
 Each entry records size, mtime, inode and sha256 (symlinks: their target). A quick check
 compares lstat() only (cheap enough for every use); a full check re-hashes every file and
-also lists files nobody wrote. Used for materialized toolchains (toolchain.py).
+also lists files nobody wrote. Used for materialized toolchains (toolchain/materialize.py).
 """
 from __future__ import annotations
 

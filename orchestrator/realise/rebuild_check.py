@@ -22,16 +22,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
-from orchestrator.build_step import run_builder
+from orchestrator.realise.build_step import run_builder
 from orchestrator.builders.context import build_tree_of
 from orchestrator.console import console
 from orchestrator.errors import CheckFailed
 from orchestrator.fs import remove_tree
 from orchestrator.model.manifest import FileEntry, Manifest
-from orchestrator.plan import Plan
-from orchestrator.settings import Settings
-from orchestrator.store import Store
-from orchestrator.toolchain import Toolchain, verify_toolchain_full
+from orchestrator.plan.derivation import Plan
+from orchestrator.config.settings import Settings
+from orchestrator.store.artifacts import Store
+from orchestrator.toolchain.materialize import Toolchain, verify_toolchain_full
 
 BUILD_ID = ".note.gnu.build-id"
 Status = Literal["identical", "different", "missing", "extra", "record"]

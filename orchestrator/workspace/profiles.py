@@ -15,12 +15,12 @@ import shlex
 from pathlib import Path
 from typing import Iterator
 
-from orchestrator import roots_lock
+from orchestrator.store import roots_lock
 from orchestrator.errors import UserError
 from orchestrator.fs import atomic_symlink, is_stale_temp, write_atomic
-from orchestrator.store import Store
-from orchestrator.store_layout import MANIFEST_NAME
-from orchestrator.workspace_links import apply_links, prune_links
+from orchestrator.store.artifacts import Store
+from orchestrator.model.store_layout import MANIFEST_NAME
+from orchestrator.workspace.links import apply_links, prune_links
 
 GEN_RE = re.compile(r"^profile-(\d+)-link$")
 

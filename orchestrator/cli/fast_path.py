@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from orchestrator.command_line import cli_argv
-from orchestrator.plan_memo import FORMAT, Command, begin, command_of
-from orchestrator.read_trace import offer, stat_sig
-from orchestrator.store_layout import MANIFEST_NAME, SOURCE_STAT_CACHE, TOOLCHAIN_JSON
+from orchestrator.config.command_line import cli_argv
+from orchestrator.memo.plan_memo import FORMAT, Command, begin, command_of
+from orchestrator.memo.file_reads import offer, stat_sig
+from orchestrator.model.store_layout import MANIFEST_NAME, SOURCE_STAT_CACHE, TOOLCHAIN_JSON
 
 
 def answer(repo_root: Path) -> None:
@@ -84,7 +84,7 @@ def switched(cmd: Command, memo: dict[str, Any]) -> tuple[dict[str, Any], str] |
 
 def still_holds(cmd: Command, memo: dict[str, Any]) -> bool:
     """Every input the plan read is as it was, and the store still has its answer."""
-    from orchestrator.store import ARTIFACT_RE, Store
+    from orchestrator.store.artifacts import ARTIFACT_RE, Store
 
     if not cmd.workspace.is_dir():
         return False  # the full command says so
@@ -103,7 +103,7 @@ def still_holds(cmd: Command, memo: dict[str, Any]) -> bool:
     if store.stale_temps():
         return False  # the full command cleans them up
     if memo["redo"]:
-        from orchestrator import head_start
+        from orchestrator.memo import head_start
         from orchestrator.hashing import StatCache
 
         # Making the source's identity again costs as much as a small compile (git status on
@@ -130,8 +130,8 @@ def still_holds(cmd: Command, memo: dict[str, Any]) -> bool:
 def ahead(cmd: Command, memo: dict[str, Any]) -> None:
     """The source tree changed and every other input of the plan holds: start the last
     build's ninja now, while the full command plans (head_start.py adopts or stops it)."""
-    from orchestrator import head_start
-    from orchestrator.store import Store
+    from orchestrator.memo import head_start
+    from orchestrator.store.artifacts import Store
 
     tree, src = memo.get("build_tree"), memo.get("source_dir")
     if not isinstance(tree, str) or not isinstance(src, str) or not cmd.workspace.is_dir() \
@@ -168,8 +168,8 @@ def switch(cmd: Command, memo: dict[str, Any]) -> tuple[int, bool] | None:
     files or because the toolchain changed)."""
     from orchestrator.errors import UserError
     from orchestrator.ide.managed import is_managed
-    from orchestrator.store import Store
-    from orchestrator.workspace import Workspace
+    from orchestrator.store.artifacts import Store
+    from orchestrator.workspace.profiles import Workspace
 
     sw = memo["switch"]
     store = Store(cmd.store_root)

@@ -19,8 +19,8 @@ from pathlib import Path
 from doit.cmd_help import Help as DoitHelp
 from doit.cmd_run import Run as DoitRun
 
-from orchestrator import cli_vars
-from orchestrator.command_line import split_words
+from orchestrator.config import cli_vars
+from orchestrator.config.command_line import split_words
 
 HELP_FLAGS = ("-h", "--help")
 

@@ -15,9 +15,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from orchestrator.plan import Plan
-from orchestrator.settings import Settings
-from orchestrator.store import Store
+from orchestrator.plan.derivation import Plan
+from orchestrator.config.settings import Settings
+from orchestrator.store.artifacts import Store
 
 
 # -- plan ---------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestrator.cli_vars import BOOLEANS, KNOWN
+from orchestrator.config.cli_vars import BOOLEANS, KNOWN
 from orchestrator.errors import UserError
 
 def parse_bool(name: str, value: str) -> bool:

@@ -17,9 +17,9 @@ from orchestrator.hashing import StatCache
 from orchestrator.lock.probe import probe_compiler, probe_python, probe_syspkg
 from orchestrator.lock.probe_cache import ProbeCache
 from orchestrator.model.lock import CompilerEntry, Lock, PythonEntry, SystemPackageEntry
-from orchestrator.read_trace import note_stat
-from orchestrator.store import Store
-from orchestrator.store_layout import MACHINE_STAT_CACHE, PROBE_CACHE
+from orchestrator.memo.file_reads import note_stat
+from orchestrator.store.artifacts import Store
+from orchestrator.model.store_layout import MACHINE_STAT_CACHE, PROBE_CACHE
 
 # (path as locked, what it resolves to, stat of the real file) -> the probe's facts.
 _PYTHON_PROBES: dict[tuple[object, ...], PythonEntry] = {}

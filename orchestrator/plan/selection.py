@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from orchestrator.model.manifest import Manifest
-    from orchestrator.plan import Plan
+    from orchestrator.plan.derivation import Plan
 
 
 def extra_vars(plan: "Plan") -> list[str]:

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
-from orchestrator import roots_lock
+from orchestrator.store import roots_lock
 from orchestrator.fs import (TEMP_RE, durable_commits, fsync_dir, fsync_tree_level, is_stale_temp,
                              make_writable, remove_tree, temp_in, temp_sibling, write_atomic)
 from orchestrator.hashing import pretty_json, remember_sha256
-from orchestrator.stage_record import NS, STAGE_RECORD, StageRecord, seen_of, write_record
-from orchestrator.store_layout import MANIFEST_NAME
+from orchestrator.store.stage_record import NS, STAGE_RECORD, StageRecord, seen_of, write_record
+from orchestrator.model.store_layout import MANIFEST_NAME
 
 if TYPE_CHECKING:  # filelock (asyncio with it) is imported when a lock is taken; the
     # manifest's model (pydantic) when one is read: the fast path (plan_memo) uses the store

@@ -8,7 +8,7 @@ the glue reads the command line's words itself, with doit's own rule (a word not
 with `-` that holds `=`): from sys.argv for the doit command, from the arguments handed to
 `DoitEntry.run` when doit is driven in-process (tests). Before doit runs anything
 (`preflight`, when dodo.py is loaded by the doit command) it answers `doit help <verb>` /
-`doit <verb> --help` from orchestrator.cli_vars and refuses an unknown verb or a duplicated
+`doit <verb> --help` from orchestrator.config.cli_vars and refuses an unknown verb or a duplicated
 variable (exit 2).
 """
 from __future__ import annotations
@@ -24,11 +24,11 @@ from doit.exceptions import TaskError, TaskFailed
 from doit.reporter import ConsoleReporter
 from rich.markup import escape
 
-from orchestrator import cli_vars
-from orchestrator.command_line import DOIT_COMMANDS, cli_argv, split_words
+from orchestrator.config import cli_vars
+from orchestrator.config.command_line import DOIT_COMMANDS, cli_argv, split_words
 from orchestrator.console import console
 from orchestrator.errors import CheckFailed, UserError, is_no_space, no_space
-from orchestrator.settings import Settings
+from orchestrator.config.settings import Settings
 
 REPO_ROOT: Path = Path.cwd()
 DEP_FILE = ":memory:"  # sqlite3's name for a database that is never written to disk
@@ -161,7 +161,7 @@ def action(verb: str, name: str | None = None, words: list[str] | None = None) -
 
 
 def task(verb: str, name: str) -> dict:
-    """The task dict of verb `name` (its doc from orchestrator.cli_vars)."""
+    """The task dict of verb `name` (its doc from orchestrator.config.cli_vars)."""
     return {"actions": [action(verb, name)], "doc": cli_vars.VERBS[name].doc,
             "uptodate": [False], "verbosity": 2}
 
