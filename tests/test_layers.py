@@ -243,3 +243,18 @@ def test_the_top_level_holds_packages_and_at_most_eight_modules() -> None:
     packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
     listed = {n.split(".")[0] for _, names, _ in orchestrator.LAYERS for n in names}
     assert packages <= listed, f"packages missing from orchestrator.LAYERS: {packages - listed}"
+
+
+def layer_table() -> str:
+    rows = ["| layer | packages and modules | what they hold |", "|---|---|---|"]
+    for name, members, what in orchestrator.LAYERS:
+        rows.append(f"| {name} | {', '.join(f'`{m}`' for m in members)} | {what} |")
+    return "\n".join(rows)
+
+
+def test_the_design_page_shows_the_layers_this_test_enforces() -> None:
+    """One list drives the check and the docs: docs/design.md's table is orchestrator.LAYERS."""
+    text = (PACKAGE.parent / "docs" / "design.md").read_text()
+    begin = "<!-- layers: generated from orchestrator.LAYERS; tests/test_layers.py checks it -->\n"
+    shown = text[text.index(begin) + len(begin):text.index("\n<!-- /layers -->")]
+    assert shown == layer_table(), f"docs/design.md's layer table is stale; it should read:\n{layer_table()}"
