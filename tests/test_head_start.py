@@ -148,7 +148,7 @@ def ninja_tree(root: Path, sleep: float = 0) -> tuple[Path, Path]:
 
 
 def spec_of(tree: Path) -> dict:
-    """What head_start.note keeps in the tree, as the tree's file holds it."""
+    """What head_start.remember_ninja keeps in the tree, as the tree's file holds it."""
     spec = {"build_dir": str(tree), "argv": [NINJA, "-C", str(tree), "-j", "1"],
             "env": {"PATH": os.environ["PATH"]}, "programs": [[NINJA, stat_sig(NINJA)]],
             "stats_log": None}
@@ -169,7 +169,7 @@ def test_an_adopted_head_start_is_its_own_ninja_to_the_end(tmp_path: Path,
     assert head_start.start(tree, build, tmp_path / "locks")
     assert head_start.running_in(tree)
     lock = FileLock(str(tmp_path / "locks" / f"build-{tree.name}.lock"))
-    assert head_start.held(lock) is not lock  # realise.build re-enters the held lock
+    assert head_start.reentrant_lock(lock) is not lock  # realise.build re-enters the held lock
     # the build's environment takes TERM from the caller (Toolchain.build_env): so does this
     env = {**spec["env"], **{k: os.environ[k] for k in head_start.FROM_CALLER if k in os.environ}}
     with head_start.adopting(spec["argv"], env) as (ahead, stopped):
@@ -306,11 +306,11 @@ def test_a_head_start_holds_the_locks_its_builder_named(tmp_path: Path,
     (tree / head_start.SPEC).write_text(json.dumps(spec))
     assert head_start.start(tree, build, locks)
     theirs = FileLock(str(source))
-    assert head_start.held(theirs) is not theirs
+    assert head_start.reentrant_lock(theirs) is not theirs
     with pytest.raises(Timeout):  # no one else can take it now
         FileLock(str(source), timeout=0).acquire()
     env = {**spec["env"], **{k: os.environ[k] for k in head_start.FROM_CALLER if k in os.environ}}
-    with head_start.held(theirs):
+    with head_start.reentrant_lock(theirs):
         with head_start.adopting(spec["argv"], env) as (ahead, _):
             assert ahead is not None
             "".join(ahead.output())
@@ -341,7 +341,7 @@ def test_a_killed_command_stops_its_head_start(tmp_path: Path) -> None:
     script = (
         "import json, os, signal, sys\n"
         "from pathlib import Path\n"
-        "from orchestrator import head_start\n"
+        "from orchestrator.memo import head_start\n"
         "assert head_start.start(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]))\n"
         "print(head_start._started.step.proc.pid, flush=True)\n"
         "sys.stdin.readline()\n"

@@ -147,7 +147,7 @@ def compile_(ctx: BuildContext, env: dict[str, str] | None = None,
                              *keep_going, *ctx.plan.variant.targets)]
     run_env = {**(env or ctx.env), "NINJA_STATUS": NINJA_STATUS}
     if may_head_start and ctx.compile_cache.shares_nothing:
-        head_start.note(ctx.build_dir, argv, run_env, [
+        head_start.remember_ninja(ctx.build_dir, argv, run_env, [
             ctx.toolchain.ninja, ctx.toolchain.cc, ctx.toolchain.cxx,
             *([ctx.compile_cache.binary] if ctx.compile_cache.enabled and ctx.compile_cache.binary
               else []), ctx.toolchain.root / TOOLCHAIN_JSON],

@@ -53,7 +53,7 @@ class PyTorchBuilder:
         targets = ctx.plan.variant.targets
         extensions: list[str] = []
         lock = source_lock(ctx)
-        with head_start.held(lock):
+        with head_start.reentrant_lock(lock):
             configured = configure(ctx, env, defines, file_api=True, linked_source=linked,
                                    source_subdir=subdir, extra_args=frontend.args if frontend else [])
             # Unknown target names: exit 2 before anything compiles. Not while a head start's

@@ -44,9 +44,9 @@ def answer(repo_root: Path) -> None:
         if not isinstance(memo, dict) or memo.get("format") != FORMAT:
             return
         if not still_holds(cmd, memo):
-            ahead(cmd, memo)
+            start_ninja_ahead(cmd, memo)
             return
-        reply = built(memo, t0) if cmd.verb == "build" else switched(cmd, memo)
+        reply = noop_build_reply(memo, t0) if cmd.verb == "build" else noop_switch_reply(cmd, memo)
     except (TypeError, ValueError, KeyError, AttributeError, OSError):
         return  # a memo this code cannot read: the full command writes a new one
     if reply is None:
@@ -61,7 +61,7 @@ def answer(repo_root: Path) -> None:
     raise SystemExit(0)
 
 
-def built(memo: dict[str, Any], t0: float) -> tuple[dict[str, Any], str]:
+def noop_build_reply(memo: dict[str, Any], t0: float) -> tuple[dict[str, Any], str]:
     """The no-op build's JSON and human line, as verbs/build.py prints them."""
     human = (f"up to date: {memo['recipe']} {memo['variant']} {memo['id']}: present → "
              f"{memo['artifact']} ({time.monotonic() - t0:.2f}s)")
@@ -69,7 +69,7 @@ def built(memo: dict[str, Any], t0: float) -> tuple[dict[str, Any], str]:
             "recipe": memo["recipe"], "variant": memo["variant"]}, human
 
 
-def switched(cmd: Command, memo: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
+def noop_switch_reply(cmd: Command, memo: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
     """Make the switch, then its JSON and human line as verbs/switch.py prints them (None:
     the full command has to run)."""
     done = switch(cmd, memo)
@@ -109,7 +109,7 @@ def still_holds(cmd: Command, memo: dict[str, Any]) -> bool:
         # Making the source's identity again costs as much as a small compile (git status on
         # PyTorch's 11k files, or the tree's hash): every other input of the plan holds, so
         # the tree's last ninja starts first, and is stopped again if nothing changed.
-        ahead(cmd, memo)
+        start_ninja_ahead(cmd, memo)
         cache = StatCache(cmd.store_root / "cache" / SOURCE_STAT_CACHE)
         same = True
         for kind, args, result in memo["redo"]:
@@ -127,7 +127,7 @@ def still_holds(cmd: Command, memo: dict[str, Any]) -> bool:
     return True
 
 
-def ahead(cmd: Command, memo: dict[str, Any]) -> None:
+def start_ninja_ahead(cmd: Command, memo: dict[str, Any]) -> None:
     """The source tree changed and every other input of the plan holds: start the last
     build's ninja now, while the full command plans (head_start.py adopts or stops it)."""
     from orchestrator.memo import head_start

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from orchestrator.fs import write_atomic
-from orchestrator.memo.file_reads import note_binary, paused
+from orchestrator.memo.file_reads import note_binary, untraced
 
 Answer = TypeVar("Answer")
 
@@ -57,7 +57,7 @@ class ProbeCache:
         hit = self.entries.get(key)
         if isinstance(hit, list) and len(hit) == len(sig) + 1 and hit[:-1] == sig:
             return hit[-1]
-        with paused():  # a trace keys this answer by the binary's signature, noted above
+        with untraced():  # a trace keys this answer by the binary's signature, noted above
             found = ask()
         if found is not None:
             self.entries[key] = [*sig, found]

@@ -5,7 +5,7 @@ to compute again rather than files (a source tree's digest, a checkout's identit
 
 A subprocess started while tracing makes the trace unusable (`Trace.unsafe`): what it read
 is unknown. A probe answered by the probe cache is keyed by its binary instead
-(`paused()` around the probe). Outside a trace every note is one `is None` test.
+(`untraced()` around the probe). Outside a trace every note is one `is None` test.
 """
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def tracing(skip: frozenset[str] = frozenset()) -> Iterator[Trace]:
 
 
 @contextlib.contextmanager
-def paused() -> Iterator[None]:
+def untraced() -> Iterator[None]:
     """Nothing the block reads or runs is traced (its caller notes what keys it instead)."""
     t = _active
     if t is None:
@@ -147,7 +147,7 @@ def recorded(kind: str, args: list[Any], compute: Callable[[], T]) -> T:
     t = _active
     if t is None or t.paused:
         return compute()
-    with paused():
+    with untraced():
         result = compute()
     t.redo.append([kind, args, json.loads(json.dumps(result))])
     return result

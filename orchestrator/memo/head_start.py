@@ -65,7 +65,7 @@ class Started:
 _started: Started | None = None
 
 
-def note(build_dir: Path, argv: list[str], env: dict[str, str], programs: list[Path],
+def remember_ninja(build_dir: Path, argv: list[str], env: dict[str, str], programs: list[Path],
          stats_log: Path | None, locks: tuple[Path, ...] = ()) -> None:
     """This build's ninja may be started ahead next time: kept in its tree (SPEC), which the
     memo of any command that plans this tree names. `locks`: lock files of the store's
@@ -174,7 +174,7 @@ def running_in(build_dir: Path) -> bool:
     return _started is not None and not _started.taken and _started.build_dir == build_dir
 
 
-def held(lock: Any) -> Any:
+def reentrant_lock(lock: Any) -> Any:
     """The head start's lock object when `lock` is the same file (re-entered, not taken
     twice: a second lock on the same file would wait for the first), else `lock`."""
     if _started is not None:

@@ -19,7 +19,7 @@ from orchestrator.hashing import pretty_json
 from orchestrator.model.manifest import Manifest
 from orchestrator.plan.derivation import Plan, make_plan
 from orchestrator.memo.plan_memo import planning
-from orchestrator.memo.file_reads import paused
+from orchestrator.memo.file_reads import untraced
 from orchestrator.realise.reverify import reverify_if_rules_changed, rules_digest
 from orchestrator.config.settings import Settings
 from orchestrator.store.artifacts import Store
@@ -110,7 +110,7 @@ def build(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain) ->
     build_dir = build_tree_of(store, plan, toolchain)
     if head_start.running_in(build_dir):  # what run_verify imports, while that ninja runs
         importlib.import_module("orchestrator.verify")
-    with head_start.held(store.lock(f"build-{build_dir.name}")):
+    with head_start.reentrant_lock(store.lock(f"build-{build_dir.name}")):
         if (found := store.find(plan.artifact_id)) is not None:
             return found
         with store.staging(plan.name) as stage:
@@ -152,13 +152,13 @@ def realise(settings: Settings, store: Store, recipe: str | None = None,
             variant: str | None = None) -> Realised:
     with planning(settings.store_root):  # what it reads keys the plan memo (plan_memo.py)
         launcher.launcher_settings(settings)  # a bad compile cache / distcc setting: exit 2 first
-        with paused():  # the store's housekeeping: no input of the plan
+        with untraced():  # the store's housekeeping: no input of the plan
             store.ensure()
             store.clean_stale()
         plan = make_plan(settings, store, recipe, variant)
     if (found := store.find(plan.artifact_id)) is not None:
         reverify_if_rules_changed(settings, store, plan, found)
-        return again(settings, store, Realised(found, plan, "present", store))
+        return rebuild_or_check_if_asked(settings, store, Realised(found, plan, "present", store))
     toolchain = ensure_toolchain(store, plan.lock, toolchain_substituter(settings))
     if settings.substitute:
         from orchestrator.cache.pull import substitute  # here: the cache's imports cost every start
@@ -167,13 +167,13 @@ def realise(settings: Settings, store: Store, recipe: str | None = None,
         if pulled is not None:
             origin = Store.read_manifest(pulled).origin.get("url", "a substituter")
             reverify_if_rules_changed(settings, store, plan, pulled)
-            return again(settings, store, Realised(pulled, plan, f"substituted from {origin}",
+            return rebuild_or_check_if_asked(settings, store, Realised(pulled, plan, f"substituted from {origin}",
                                                    store, _toolchain=toolchain))
     path = build(settings, store, plan, toolchain)
-    return again(settings, store, Realised(path, plan, "built", store, _toolchain=toolchain))
+    return rebuild_or_check_if_asked(settings, store, Realised(path, plan, "built", store, _toolchain=toolchain))
 
 
-def again(settings: Settings, store: Store, r: Realised) -> Realised:
+def rebuild_or_check_if_asked(settings: Settings, store: Store, r: Realised) -> Realised:
     """rebuild=1 / check=1: build the realised artifact once more and compare (the store
     entry is never touched); check=1 raises CheckFailed when anything differs."""
     if not (settings.check or (settings.rebuild and r.origin != "built")):
