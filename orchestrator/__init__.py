@@ -10,7 +10,7 @@ reads this list, and docs/design.md's layer table is checked against it.
 # lower than the rest of it (the longest listed prefix decides).
 LAYERS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("foundations", ("__init__", "errors", "fs", "hashing", "console", "process_group",
-                     "fault_point", "model", "memo.file_reads"),
+                     "fault_point", "model", "memo.file_reads", "memo.state"),
      "errors, atomic files, content hashes, output, schemas; what a piece of work read"),
     ("config", ("config",), "the command line's variables and the Settings built from them"),
     ("store", ("store", "lock"), "the content-addressed store; lock files and their resolution"),

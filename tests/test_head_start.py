@@ -343,7 +343,7 @@ def test_a_killed_command_stops_its_head_start(tmp_path: Path) -> None:
         "from pathlib import Path\n"
         "from orchestrator.memo import head_start\n"
         "assert head_start.start(Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]))\n"
-        "print(head_start._started.step.proc.pid, flush=True)\n"
+        "print(head_start.STATE.head_start.step.proc.pid, flush=True)\n"
         "sys.stdin.readline()\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n")
     spec_of(tree)

@@ -16,6 +16,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, TypeVar
 
+from orchestrator.memo.state import STATE
+
 T = TypeVar("T")
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
@@ -47,15 +49,12 @@ class Trace:
             self.files[path] = sig
 
 
-_active: Trace | None = None
-_hooked = False
 # Results fast_path.redo computed at this command's start, by json.dumps([kind, args]): the
 # plan takes each once instead of computing it again (a checkout's identity: git + hashing).
-_offered: dict[str, Any] = {}
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
-    t = _active
+    t = STATE.reading
     if t is None or t.paused:
         return
     if event == "open":
@@ -79,25 +78,24 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
 @contextlib.contextmanager
 def tracing(skip: frozenset[str] = frozenset()) -> Iterator[Trace]:
     """Trace what the block reads (nested traces are not supported: the inner one wins)."""
-    global _active, _hooked
-    if not _hooked:
+    if not STATE.hooked:
         sys.addaudithook(_audit)
-        _hooked = True
+        STATE.hooked = True
     t = Trace(skip=skip)
     for d in os.environ.get("PATH", "").split(os.pathsep):
         if d:
             t.note(os.path.abspath(d), stat_sig(d))
-    outer, _active = _active, t
+    outer, STATE.reading = STATE.reading, t
     try:
         yield t
     finally:
-        _active = outer
+        STATE.reading = outer
 
 
 @contextlib.contextmanager
 def untraced() -> Iterator[None]:
     """Nothing the block reads or runs is traced (its caller notes what keys it instead)."""
-    t = _active
+    t = STATE.reading
     if t is None:
         yield
         return
@@ -110,7 +108,7 @@ def untraced() -> Iterator[None]:
 
 def note_path(path: os.PathLike[str] | str) -> None:
     """A file whose presence or absence the traced work asked about (stat only)."""
-    t = _active
+    t = STATE.reading
     if t is not None:
         p = os.path.abspath(path)
         t.note(p, stat_sig(p))
@@ -118,14 +116,14 @@ def note_path(path: os.PathLike[str] | str) -> None:
 
 def note_stat(path: str, st: os.stat_result) -> None:
     """A stat cache answered for `path` from this stat (its content was not read)."""
-    t = _active
+    t = STATE.reading
     if t is not None:
         t.note(os.path.abspath(path), sig_of(st))
 
 
 def note_binary(file: str, sig: list[Any] | None) -> None:
     """The probe cache answered a question about `file` while it had signature `sig`."""
-    t = _active
+    t = STATE.reading
     if t is not None and not t.paused:
         t.bins.setdefault(file, sig)
 
@@ -133,7 +131,7 @@ def note_binary(file: str, sig: list[Any] | None) -> None:
 def offer(kind: str, args: list[Any], result: Any) -> None:
     """`recorded(kind, args, ...)` was just computed again (JSON-shaped, as a trace keeps it)
     by the fast path of this very command: the plan's call takes it instead (once)."""
-    _offered[json.dumps([kind, args])] = result
+    STATE.offered[json.dumps([kind, args])] = result
 
 
 def recorded(kind: str, args: list[Any], compute: Callable[[], T]) -> T:
@@ -141,10 +139,10 @@ def recorded(kind: str, args: list[Any], compute: Callable[[], T]) -> T:
     rather than as the files it read. A result `offer`ed for the same call is taken instead
     of computing it."""
     key = json.dumps([kind, args])
-    if key in _offered:
-        known = _offered.pop(key)
+    if key in STATE.offered:
+        known = STATE.offered.pop(key)
         compute = lambda: json.loads(json.dumps(known))  # noqa: E731 (a copy: callers may mutate)
-    t = _active
+    t = STATE.reading
     if t is None or t.paused:
         return compute()
     with untraced():

@@ -36,6 +36,7 @@ from typing import Any, Iterator, NamedTuple
 from orchestrator.fs import write_atomic
 from orchestrator.process_group import Step, spawn
 from orchestrator.memo.file_reads import stat_sig
+from orchestrator.memo.state import STATE
 
 NINJA_LOG = ".ninja_log"
 SPEC = ".orch-head-start.json"  # in the build tree: the ninja its last build ran
@@ -62,7 +63,6 @@ class Started:
             yield line
 
 
-_started: Started | None = None
 
 
 def remember_ninja(build_dir: Path, argv: list[str], env: dict[str, str], programs: list[Path],
@@ -129,9 +129,8 @@ def _valid(spec: Any, build_root: Path, want: Path, locks_dir: Path) -> bool:
 def start(tree: Path, build_root: Path, locks_dir: Path) -> bool:
     """Start the ninja `note` kept in `tree` (a tree of build_root) ahead of the planner
     (False: not started)."""
-    global _started
     spec = spec_in(tree)
-    if _started is not None or not _valid(spec, build_root, tree, locks_dir):
+    if STATE.head_start is not None or not _valid(spec, build_root, tree, locks_dir):
         return False
     from filelock import FileLock, Timeout
 
@@ -165,20 +164,21 @@ def start(tree: Path, build_root: Path, locks_dir: Path) -> bool:
         lines.put(None)
 
     threading.Thread(target=pump, name="head-start", daemon=True).start()
-    _started = Started(tree, list(spec["argv"]), env, before, step, held, lines, t0)
+    STATE.head_start = Started(tree, list(spec["argv"]), env, before, step, held, lines, t0)
     atexit.register(stop)
     return True
 
 
 def running_in(build_dir: Path) -> bool:
-    return _started is not None and not _started.taken and _started.build_dir == build_dir
+    s = STATE.head_start
+    return s is not None and not s.taken and s.build_dir == build_dir
 
 
 def reentrant_lock(lock: Any) -> Any:
     """The head start's lock object when `lock` is the same file (re-entered, not taken
     twice: a second lock on the same file would wait for the first), else `lock`."""
-    if _started is not None:
-        for mine in _started.locks:
+    if STATE.head_start is not None:
+        for mine in STATE.head_start.locks:
             if mine.lock_file == lock.lock_file:
                 return mine
     return lock
@@ -198,8 +198,7 @@ class Adoption(NamedTuple):
 def adopting(argv: list[str], env: dict[str, str]) -> Iterator[Adoption]:
     """The running head start when it is ninja run as `argv` with `env` (the caller waits
     for it and reads its output); none otherwise, after stopping any other one."""
-    global _started
-    s = _started
+    s = STATE.head_start
     if s is None:
         yield Adoption(None, False)
         return
@@ -211,14 +210,13 @@ def adopting(argv: list[str], env: dict[str, str]) -> Iterator[Adoption]:
     try:
         yield Adoption(s, False)
     finally:
-        _started = None
+        STATE.head_start = None
         _release(s.locks)
 
 
 def stop() -> None:
     """Stop a head start nobody adopted, and delete what it built."""
-    global _started
-    s, _started = _started, None
+    s, STATE.head_start = STATE.head_start, None
     if s is None or s.taken:
         return
     try:

@@ -27,6 +27,7 @@ from orchestrator.config.command_line import split_words
 from orchestrator.memo.file_reads import Trace, stat_sig, tracing
 from orchestrator.model.store_layout import (MACHINE_STAT_CACHE, MANIFEST_NAME, PROBE_CACHE,
                                         SOURCE_STAT_CACHE)
+from orchestrator.memo.state import STATE
 
 FORMAT = 1
 MEMO_DIR = "plan-memo"
@@ -63,8 +64,6 @@ class Command:
         return self.store_root / "cache" / MEMO_DIR / f"{self.key}.json"
 
 
-_command: Command | None = None   # set by begin(): fast_path.answer fell through to the planner
-_trace: Trace | None = None       # the plan's trace in this process
 
 
 def code_fingerprint(repo_root: Path) -> list[Any]:
@@ -127,28 +126,26 @@ def command_of(repo_root: Path, argv: list[str]) -> Command | None:
 
 def begin(cmd: Command) -> None:
     """This process runs `cmd` in full: its plan is traced and its memo kept."""
-    global _command
-    _command = cmd
+    STATE.command = cmd
 
 
 @contextlib.contextmanager
 def planning(store_root: Path) -> Iterator[None]:
     """Trace the block (the plan) when this command may be memoized."""
-    global _trace
-    if _command is None or _command.store_root != store_root:
+    if STATE.command is None or STATE.command.store_root != store_root:
         yield
         return
     skip = frozenset(str(store_root / "cache" / name) for name in CACHE_FILES)
     with tracing(skip) as t:
         yield
-    _trace = t
+    STATE.plan_reads = t
 
 
 @contextlib.contextmanager
 def tracing_ide() -> Iterator[Trace | None]:
     """Trace the block (a switch's refresh of the IDE files) when this command may be
     memoized; None otherwise."""
-    if _command is None:
+    if STATE.command is None:
         yield None
         return
     with tracing() as t:
@@ -180,7 +177,7 @@ def remember(r: Any, switch_to: dict[str, Any] | None = None) -> None:
     from orchestrator.fs import write_atomic
     from orchestrator.toolchain.materialize import FILES_MANIFEST, TOOLCHAIN_JSON, toolchain_root
 
-    t, cmd = _trace, _command
+    t, cmd = STATE.plan_reads, STATE.command
     if t is None or cmd is None or t.unsafe is not None:
         return
     files = dict(t.files)
