@@ -21,6 +21,7 @@ from filelock import FileLock, Timeout
 from conftest import run_doit
 from orchestrator.memo import head_start
 from orchestrator.memo.file_reads import stat_sig
+from orchestrator.model.store_layout import StorePaths
 
 AHEAD = "started ahead of the plan (head start)"
 NINJA = shutil.which("ninja")
@@ -109,7 +110,7 @@ def test_the_tree_s_ninja_starts_while_the_identity_is_made_again_and_a_no_op_st
 
     s = f"store={store}"
     assert run_doit(project, "build", s, "substitute=0").returncode == 0
-    [memo_file] = (store / "cache" / plan_memo.MEMO_DIR).glob("*.json")
+    [memo_file] = StorePaths(store).memos.glob("*.json")
     memo = json.loads(memo_file.read_text())
     assert memo["redo"], memo  # the demo's tree digest: made again by every command
     [tree] = [d for d in (store / "build").iterdir() if (d / head_start.SPEC).is_file()]

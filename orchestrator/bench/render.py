@@ -9,7 +9,7 @@ from rich.table import Table
 
 from orchestrator.bench.rounds import interleaved
 from orchestrator.fs import write_atomic
-from orchestrator.model.bench import BenchReport, BenchSide
+from orchestrator.model.bench import BenchReport
 from orchestrator.realise.explain import Change
 
 

@@ -129,7 +129,7 @@ def run_cell(settings: Settings, store: Store, reports: Path, cell: Cell, entry:
                    **build_times(r.origin, (manifest.timings or {}).get("build_s")),
                    "verify": {k: verify[k] for k in ("ok", "checks", "failures", "first_failures",
                                                      "max_versions", "forced") if k in verify}})
-    ws_dir = store.root / "bot-workspaces" / cell.key
+    ws_dir = store.paths.bot_workspaces / cell.key
     ws_dir.mkdir(parents=True, exist_ok=True)
     ws = Workspace(ws_dir)
     activate(ws, store, r)

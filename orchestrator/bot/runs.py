@@ -20,7 +20,7 @@ PASSED_ON = ("substitute", "compile_cache", "distcc_hosts", "keep_going")
 
 
 def reports_dir(settings: Settings, store: Store) -> Path:
-    return Path(settings.vars.get("reports") or store.root / "reports").expanduser().absolute()
+    return Path(settings.vars.get("reports") or store.paths.reports).expanduser().absolute()
 
 
 def push_of(settings: Settings, config: NightlyConfig) -> bool:

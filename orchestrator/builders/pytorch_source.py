@@ -14,6 +14,7 @@ from orchestrator.builders.context import BuildContext
 from orchestrator.errors import UserError
 from orchestrator.fs import remove_tree, temp_sibling, write_atomic
 from orchestrator.hashing import digest_of
+from orchestrator.model.store_layout import StorePaths
 
 SOURCE_COPY = "source"
 SOURCE_COPY_STAMP = ".orch-source-copy.json"
@@ -57,6 +58,6 @@ def source_lock(ctx: BuildContext) -> FileLock:
     """PyTorch's codegen writes into the tree it builds: one build per such tree at a time
     (a pinned source's per-build copy, or the checkout)."""
     key = hashlib.sha256(str(ctx.source_dir).encode()).hexdigest()[:16]
-    locks = ctx.build_dir.parent.parent / "locks"
+    locks = StorePaths(ctx.build_dir.parent.parent).locks
     locks.mkdir(parents=True, exist_ok=True)
     return FileLock(str(locks / f"pytorch-source-{key}.lock"))

@@ -22,7 +22,8 @@ from typing import Any
 from orchestrator.config.command_line import cli_argv
 from orchestrator.memo.plan_memo import FORMAT, Command, begin, command_of
 from orchestrator.memo.file_reads import offer, stat_sig
-from orchestrator.model.store_layout import MANIFEST_NAME, SOURCE_STAT_CACHE, TOOLCHAIN_JSON
+from orchestrator.model.store_layout import MANIFEST_NAME, TOOLCHAIN_JSON
+from orchestrator.model.store_layout import StorePaths
 
 
 def answer(repo_root: Path) -> None:
@@ -110,7 +111,7 @@ def still_holds(cmd: Command, memo: dict[str, Any]) -> bool:
         # PyTorch's 11k files, or the tree's hash): every other input of the plan holds, so
         # the tree's last ninja starts first, and is stopped again if nothing changed.
         start_ninja_ahead(cmd, memo)
-        cache = StatCache(cmd.store_root / "cache" / SOURCE_STAT_CACHE)
+        cache = StatCache(StorePaths(cmd.store_root).source_stat_cache)
         same = True
         for kind, args, result in memo["redo"]:
             now = redo(kind, args, cache)

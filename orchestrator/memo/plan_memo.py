@@ -28,9 +28,9 @@ from orchestrator.memo.file_reads import Trace, stat_sig, tracing
 from orchestrator.model.store_layout import (MACHINE_STAT_CACHE, MANIFEST_NAME, PROBE_CACHE,
                                         SOURCE_STAT_CACHE)
 from orchestrator.memo.state import STATE
+from orchestrator.model.store_layout import StorePaths
 
 FORMAT = 1
-MEMO_DIR = "plan-memo"
 VERBS = ("build", "switch")
 # doit's options that only say where dodo.py and the working directory are (both key the memo:
 # repo_root is dodo.py's directory, the cwd doit changed to is in the key).
@@ -61,7 +61,7 @@ class Command:
 
     @property
     def memo_file(self) -> Path:
-        return self.store_root / "cache" / MEMO_DIR / f"{self.key}.json"
+        return StorePaths(self.store_root).memos / f"{self.key}.json"
 
 
 
@@ -135,7 +135,7 @@ def planning(store_root: Path) -> Iterator[None]:
     if STATE.command is None or STATE.command.store_root != store_root:
         yield
         return
-    skip = frozenset(str(store_root / "cache" / name) for name in CACHE_FILES)
+    skip = frozenset(str(StorePaths(store_root).cache / name) for name in CACHE_FILES)
     with tracing(skip) as t:
         yield
     STATE.plan_reads = t

@@ -33,7 +33,7 @@ def run_builder(settings: Settings, store: Store, plan: Plan, toolchain: Toolcha
     """Run the recipe's builder: build_dir → stage/prefix + stage/meta; the context used."""
     (stage / "meta").mkdir()
     committed = CommittedCopies(store, build_dir)
-    cc = launcher.for_build(settings, compile_cache, toolchain.deb_root, store.root / "ccache",
+    cc = launcher.for_build(settings, compile_cache, toolchain.deb_root, store.paths.ccache,
                             toolchain.venv)
     env = {**toolchain.build_env(),
            **cc.env(store.root, launcher.begin_stats(build_dir), plan.source_dir),

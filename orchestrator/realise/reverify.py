@@ -37,7 +37,7 @@ def rules_digest(plan: "Plan") -> str:
 
 
 def verdict_path(store: Store, artifact_id: str, digest: str) -> Path:
-    return store.root / "verified" / f"{artifact_id}-{digest}.json"
+    return store.paths.verified / f"{artifact_id}-{digest}.json"
 
 
 def recorded_rules(artifact: Path) -> str | None:

@@ -46,7 +46,7 @@ def materialize(spec: ArchiveSource, patches: list[Path], identity: dict[str, An
                 recipe: str, store: Store) -> Path:
     """Unpack archive + overlays + patches once into <store>/sources/<key>-<recipe>/."""
     key = digest_of(identity)[:16]
-    final = store.root / "sources" / f"{key}-{recipe}"
+    final = store.paths.sources / f"{key}-{recipe}"
     if (final / TREE_STAMP).is_file():
         return final
     cache = stat_cache(store)

@@ -27,7 +27,7 @@ def archive_dirs(store: Store) -> list[Path]:
     """Where archives are looked up by file name: $ORCH_ARCHIVES (':'-separated), the user's
     cache (~/.cache/orchestrator/archives, where .ci/pytorch-prereqs.sh puts them), the store."""
     dirs = [Path(d).expanduser() for d in os.environ.get(ARCHIVES_ENV, "").split(os.pathsep) if d]
-    return [*dirs, USER_ARCHIVES.expanduser(), store.root / "archives"]
+    return [*dirs, USER_ARCHIVES.expanduser(), store.paths.archives]
 
 
 def check_pinned_digest(path: Path, archive: Archive, cache: StatCache | None) -> None:
@@ -101,7 +101,7 @@ def obtain_archive(archive: Archive, store: Store, cache: StatCache | None = Non
         if p.is_file():
             check_pinned_digest(p, archive, cache)
             return p
-    return fetch_into(archive, store.root / "archives", store, cache)
+    return fetch_into(archive, store.paths.archives, store, cache)
 
 
 def fetch_into(archive: Archive, dest_dir: Path, store: Store,

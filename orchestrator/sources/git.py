@@ -52,7 +52,7 @@ def _must(res: subprocess.CompletedProcess, what: str) -> str:
 
 def cache_repo(store: Store, url: str) -> Path:
     """The bare repository that caches one URL's objects (made on first use)."""
-    repo = store.root / "git" / f"{digest_of(url)[:16]}.git"
+    repo = store.paths.git / f"{digest_of(url)[:16]}.git"
     if not (repo / "HEAD").is_file():
         repo.parent.mkdir(parents=True, exist_ok=True)
         tmp = temp_in(repo.parent, repo.name)
@@ -155,7 +155,7 @@ def locked(settings: Settings, recipe: Recipe, spec: GitSource) -> dict[str, Any
 def checkout(store: Store, spec: GitSource, entry: dict[str, Any], where: str) -> Path:
     """The locked commit's tree (with submodules, recursively, if asked), made once."""
     tree = entry["tree"]
-    final = store.root / "sources" / f"git-{tree[:16]}{'-sub' if spec.submodules else ''}"
+    final = store.paths.sources / f"git-{tree[:16]}{'-sub' if spec.submodules else ''}"
     if (final / TREE_STAMP).is_file():
         return final
     with store.lock(f"source-git-{tree[:16]}"):

@@ -11,12 +11,12 @@ from pathlib import Path
 
 from orchestrator.fs import write_atomic
 from orchestrator.hashing import digest_of
+from orchestrator.model.store_layout import StorePaths
 
-LISTING_DIR = "source-trees"
 
 
 def listing_path(store_root: Path, tree_sha256: str) -> Path:
-    return store_root / "cache" / LISTING_DIR / f"{tree_sha256}.json"
+    return StorePaths(store_root).listings / f"{tree_sha256}.json"
 
 
 def keep_listing(store_root: Path, items: list[list[str]]) -> str:

@@ -77,7 +77,7 @@ def patched_copy(src: Path, patches: list[Path], identity: dict[str, Any], recip
     file's, so a fresh copy of an unchanged file (a developer checkout after an edit
     elsewhere) does not look changed to ninja/CMake."""
     key = digest_of(identity)[:16]
-    final = store.root / "sources" / f"{key}-{recipe}"
+    final = store.paths.sources / f"{key}-{recipe}"
     if (final / TREE_STAMP).is_file():
         return final
     with store.lock(f"source-{key}"):

@@ -8,7 +8,6 @@ from typing import Any
 
 from orchestrator.hashing import StatCache
 from orchestrator.store.artifacts import Store
-from orchestrator.model.store_layout import SOURCE_STAT_CACHE
 
 # Never part of a source's identity: VCS metadata and build output left in the tree.
 IGNORED_DIRS = (".git", ".hg", "build", "__pycache__", ".orch", ".vscode", ".cache")
@@ -28,7 +27,7 @@ class PreparedSource:
 
 def stat_cache(store: Store) -> StatCache:
     """The store's stat cache for source files (size, mtime, inode → sha256)."""
-    return StatCache(store.root / "cache" / SOURCE_STAT_CACHE)
+    return StatCache(store.paths.source_stat_cache)
 
 
 def is_workspace_plumbing(rel: str) -> bool:

@@ -20,7 +20,7 @@ from orchestrator.fs import (TEMP_RE, durable_commits, fsync_dir, fsync_tree_lev
                              make_writable, remove_tree, temp_in, temp_sibling, write_atomic)
 from orchestrator.hashing import pretty_json, remember_sha256
 from orchestrator.store.stage_record import NS, STAGE_RECORD, StageRecord, seen_of, write_record
-from orchestrator.model.store_layout import MANIFEST_NAME
+from orchestrator.model.store_layout import MANIFEST_NAME, StorePaths
 
 if TYPE_CHECKING:  # filelock (asyncio with it) is imported when a lock is taken; the
     # manifest's model (pydantic) when one is read: the fast path (plan_memo) uses the store
@@ -54,13 +54,10 @@ def _entries(directory: Path) -> list[Path]:
 class Store:
     def __init__(self, root: Path) -> None:
         self.root = Path(root).absolute()
-        self.store_dir = self.root / "store"
-        self.tmp_dir = self.root / "tmp"
-        self.build_dir = self.root / "build"
-        self.toolchains_dir = self.root / "toolchains"
-        self.links_dir = self.root / "links"
-        self.locks_dir = self.root / "locks"
-        self.gcroots_dir = self.root / "gcroots"
+        self.paths = paths = StorePaths(self.root)
+        self.store_dir, self.tmp_dir, self.build_dir = paths.store, paths.tmp, paths.build
+        self.toolchains_dir, self.links_dir = paths.toolchains, paths.links
+        self.locks_dir, self.gcroots_dir = paths.locks, paths.gcroots
         self.last_commit = CommitStats()
         self._records: dict[Path, StageRecord] = {}  # stage -> what reuse_unchanged saw
 
@@ -123,7 +120,7 @@ class Store:
         meanwhile is no error: it has no temps left."""
         builds = [d for d in _entries(self.build_dir) if d.is_dir()]
         return [p for parent in (self.tmp_dir, self.toolchains_dir, self.store_dir,
-                                 self.gcroots_dir, self.root / "cache", self.root / "git", *builds)
+                                 self.gcroots_dir, self.paths.cache, self.paths.git, *builds)
                 for p in _entries(parent) if is_stale_temp(p.name)]
 
     def clean_stale(self) -> list[Path]:

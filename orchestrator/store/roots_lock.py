@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Iterator
 
 from orchestrator import fault_point
+from orchestrator.model.store_layout import StorePaths
 
 ROOTS_LOCK = "roots.lock"
 
@@ -20,7 +21,7 @@ ROOTS_LOCK = "roots.lock"
 def holding(store_root: Path, exclusive: bool = False) -> Iterator[None]:
     """Shared (commit, link) or exclusive (gc). Shared holders never wait for each other; a
     second shared hold in the same process (switch → commit) is another descriptor."""
-    locks = store_root / "locks"
+    locks = StorePaths(store_root).locks
     locks.mkdir(parents=True, exist_ok=True)
     fd = os.open(locks / ROOTS_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     try:

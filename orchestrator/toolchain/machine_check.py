@@ -19,7 +19,6 @@ from orchestrator.lock.probe_cache import ProbeCache
 from orchestrator.model.lock import CompilerEntry, Lock, PythonEntry, SystemPackageEntry
 from orchestrator.memo.file_reads import note_stat
 from orchestrator.store.artifacts import Store
-from orchestrator.model.store_layout import MACHINE_STAT_CACHE, PROBE_CACHE
 
 # (path as locked, what it resolves to, stat of the real file) -> the probe's facts.
 _PYTHON_PROBES: dict[tuple[object, ...], PythonEntry] = {}
@@ -53,14 +52,14 @@ def probe_python_once(path: str, fresh: bool = False,
 def machine_cache(store: Store) -> StatCache:
     """Stat cache (size, mtime_ns, inode, ctime_ns -> sha256) for check_machine's files (the
     compilers, what they run, the CUDA toolkit): an unchanged file is not read again."""
-    return StatCache(store.root / "cache" / MACHINE_STAT_CACHE)
+    return StatCache(store.paths.machine_stat_cache)
 
 
 def probe_cache(store: Store) -> ProbeCache:
     """What the interpreter and the compiler drivers answered (`--version`,
     `-print-prog-name`, the interpreter's facts) per binary, and dpkg per package, while
     dpkg's database is unchanged (see lock/probe_cache.py)."""
-    return ProbeCache(store.root / "cache" / PROBE_CACHE)
+    return ProbeCache(store.paths.probe_cache)
 
 
 def check_machine(lock: Lock, keys: list[str] | None = None,

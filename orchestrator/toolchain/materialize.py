@@ -24,11 +24,10 @@ from orchestrator.hashing import pretty_json, sha256_file
 from orchestrator.toolchain.machine_check import check_interpreter, check_machine
 from orchestrator.model.lock import CompilerEntry, DebEntry, Lock, PypiEntry, PythonEntry
 from orchestrator.store.artifacts import Store
-from orchestrator.model.store_layout import TOOLCHAIN_JSON
+from orchestrator.model.store_layout import TOOLCHAIN_JSON, StorePaths
 
 # Every file the materialization wrote (tree_manifest): checked cheaply at each use.
 FILES_MANIFEST = "toolchain-files.json"
-QUICK_CACHE = "cache/toolchain-quick"  # under the store: tree_manifest.read_quick's copies
 # What a build may see of the machine: the toolchain first, then the base system.
 BASE_PATH = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
 # (store, lock, final dir) -> a line saying where it came from, or None: build it here.
@@ -157,7 +156,7 @@ def drift(root: Path, full: bool = False) -> tree_manifest.Changes | None:
     """What changed in a materialized toolchain since it was written (None: no manifest,
     i.e. materialized before manifests existed). `full` re-hashes every file."""
     if not full:  # the quick check's entries from a marshal copy in <store>/cache/
-        quick = tree_manifest.read_quick(root, FILES_MANIFEST, root.parent.parent / QUICK_CACHE)
+        quick = tree_manifest.read_quick(root, FILES_MANIFEST, StorePaths(root.parent.parent).toolchain_quick)
         return None if quick is None else tree_manifest.quick_check(root, quick)
     entries = tree_manifest.read(root, FILES_MANIFEST)
     if entries is None:

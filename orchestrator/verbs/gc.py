@@ -51,7 +51,7 @@ def cmd_gc(settings: Settings) -> None:
             "deleted": [{"kind": d.kind, "path": str(d.path), "why": d.why} for d in doomed],
             "kept": kept,
             "notes": notes,
-            "compile_cache_bytes": compile_cache_gc.local_usage(store.root / "ccache")[0]}
+            "compile_cache_bytes": compile_cache_gc.local_usage(store.paths.ccache)[0]}
     lines = [f"gc: {verb} {len(doomed)} entries, {mb(freed)} MB"
              + (" would be freed" if dry_run else " freed")]
     lines += [f"  {d.kind}: {short_name(d.path.name)} ({d.why})" for d in doomed]

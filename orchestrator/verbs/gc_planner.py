@@ -19,7 +19,7 @@ from typing import Any, Iterable, Iterator
 
 from orchestrator.errors import UserError
 from orchestrator.fs import remove_tree
-from orchestrator.memo.plan_memo import MEMO_DIR, memo_artifact
+from orchestrator.memo.plan_memo import memo_artifact
 from orchestrator.config.settings import Settings
 from orchestrator.store.artifacts import Store
 
@@ -206,17 +206,17 @@ def gc_plan(settings: Settings, store: Store, keep: int,
                 if p.name not in need.toolchains and not p.name.startswith(".")]
     doomed_tcs = {d.path.name for d in out if d.kind == "toolchain"}
     out += [Doomed("toolchain check copy", p, "its toolchain is gone")  # tree_manifest.read_quick
-            for p in _listdir(store.root / "cache" / "toolchain-quick")
+            for p in _listdir(store.paths.toolchain_quick)
             if (name := p.name.removeprefix("quick-").removesuffix(".marshal")) in doomed_tcs
             or not (store.toolchains_dir / name).exists()]
     doomed_arts = {str(d.path) for d in out if d.kind == "artifact"}
     out += [Doomed("plan memo", p, "its artifact is gone")  # plan_memo.py
-            for p in _listdir(store.root / "cache" / MEMO_DIR)
+            for p in _listdir(store.paths.memos)
             if (art := memo_artifact(p)) is None or art in doomed_arts or not Path(art).is_dir()]
     out += [Doomed("build tree", p, "its recipe or variant is gone")
             for p in _listdir(store.build_dir) if not _build_tree_needed(p.name, need.variants)]
     newest: dict[str, Path] = {}
-    for p in _listdir(store.root / "sources"):
+    for p in _listdir(store.paths.sources):
         if p.name.startswith("git-"):
             if "*" not in need.git_trees and p.name[4:20] not in need.git_trees:
                 out.append(Doomed("source", p, "no recipe's git lock pins its tree"))
@@ -231,11 +231,11 @@ def gc_plan(settings: Settings, store: Store, keep: int,
         else:
             out.append(Doomed("source", p, "an older unpacked source"))
     out += [Doomed("archive", p, "no recipe names it")
-            for p in _listdir(store.root / "archives") if p.name not in need.archives
+            for p in _listdir(store.paths.archives) if p.name not in need.archives
             and not p.name.startswith(".")]
     urls = {digest_of(u)[:16] for u in need.git_urls if u}
     out += [Doomed("git cache", p, "no recipe or lock names its URL")
-            for p in _listdir(store.root / "git") if p.name.removesuffix(".git") not in urls]
+            for p in _listdir(store.paths.git) if p.name.removesuffix(".git") not in urls]
     out += [Doomed("failed build", p, "kept for inspection until the next gc")
             for p in sorted(store.tmp_dir.glob("failed-*")) if store.tmp_dir.is_dir()]
     return out, need.notes

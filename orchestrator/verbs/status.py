@@ -44,11 +44,11 @@ def status_data(settings: Settings) -> dict:
             "store": str(store.root), "artifacts": rows, "toolchains": toolchains,
             "build_trees": trees,
             "compile_cache": dict(zip(("bytes", "files"),
-                                      compile_cache_gc.local_usage(store.root / "ccache")),
-                                  dir=str(store.root / "ccache"),
+                                      compile_cache_gc.local_usage(store.paths.ccache)),
+                                  dir=str(store.paths.ccache),
                                   sccache=dict(zip(("bytes", "files"),
-                                                   compile_cache_gc.local_usage(store.root / "sccache")),
-                                               dir=str(store.root / "sccache")))}
+                                                   compile_cache_gc.local_usage(store.paths.sccache)),
+                                               dir=str(store.paths.sccache)))}
 
 
 def cmd_status(settings: Settings) -> None:

@@ -11,6 +11,7 @@ from orchestrator.builders.compile_cache.kind import ccache_binary
 from orchestrator.builders.compile_cache.sccache import OWN_DIR
 from orchestrator.cache.compile_config import CompileCacheConfig
 from orchestrator.errors import UserError
+from orchestrator.model.store_layout import StorePaths
 
 
 def local_usage(directory: Path) -> tuple[int, int]:
@@ -28,7 +29,7 @@ def local_usage(directory: Path) -> tuple[int, int]:
 
 def find_ccache(store_root: Path) -> Path | None:
     """A ccache binary from one of the store's toolchains (for status and gc)."""
-    tcs = store_root / "toolchains"
+    tcs = StorePaths(store_root).toolchains
     for tc in sorted(tcs.iterdir()) if tcs.is_dir() else []:
         if (b := ccache_binary(tc / "debs" / "root")) is not None:
             return b
@@ -91,7 +92,7 @@ def parse_age(text: str) -> float:
 def trim(store_root: Path, max_size: str | None, older_than: str | None) -> str:
     """Trim the store's compile cache (LRU down to max_size; entries unused for older_than);
     returns the size line."""
-    directory = store_root / "ccache"
+    directory = StorePaths(store_root).ccache
     if directory.is_dir() and (max_size or older_than):
         binary = find_ccache(store_root)
         if binary is None:
@@ -104,7 +105,7 @@ def trim(store_root: Path, max_size: str | None, older_than: str | None) -> str:
         if max_size is not None:
             subprocess.run([binary, "--cleanup"], env={**env, "CCACHE_MAXSIZE": max_size},
                            check=True, capture_output=True)
-    sdir = store_root / "sccache"
+    sdir = StorePaths(store_root).sccache
     if sdir.is_dir() and (max_size or older_than):
         trim_sccache(sdir, max_size, older_than)
     size, files = local_usage(directory)
