@@ -40,7 +40,7 @@ def test_torchsort_from_its_sdist_builds_verifies_switches_and_imports(tmp_path,
     assert "switched:" in res.output and "torchsort release" in res.output
     [art] = (store / "store").glob("*-torchsort-release")
     [ext] = (art / "prefix" / "python" / "torchsort").glob("isotonic_cpu.cpython-*.so")
-    assert not list((art / "prefix" / "python" / "torchsort").glob("isotonic_cuda*"))
+    assert not list((art / "prefix" / "python" / "torchsort").glob("isotonic_cuda*.so"))
     # The import runs the C++ isotonic regression (soft_rank → torchsort.isotonic_cpu).
     code = ("import torch, torchsort, torchsort.isotonic_cpu as c; "
             "x = torch.tensor([[8., 0., 5., 3., 2., 1., 6., 7., 9.]]); "
