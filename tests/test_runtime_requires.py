@@ -114,6 +114,17 @@ def test_after_a_switch_the_requirements_import_with_nothing_by_hand(env):
     bare = subprocess.run([str(env.workspace / ".orch/toolchain/venv/bin/python"), "-c",
                            "import dateutil"], capture_output=True, text=True)
     assert bare.returncode == 1 and "No module named 'dateutil'" in bare.stderr
+    # gc drops the cached install (the entry keeps its own copy: the import still works);
+    # a dead build's half-made one goes too, a live build's (its lock held) stays.
+    [cached] = (env.store / "cache" / "runtime").iterdir()
+    dead = env.store / "cache" / "runtime" / f"{cached.name}.tmp-999999999-0123abcd"
+    dead.mkdir()
+    gc = run_doit(env.project, "gc", f"store={env.store}", f"workspace={env.workspace}")
+    assert gc.returncode == 0, gc.output
+    assert "runtime install" in gc.output
+    assert list((env.store / "cache" / "runtime").iterdir()) == []
+    again = env.python(IMPORTS)
+    assert again.returncode == 0 and again.stdout == out.stdout, again.stderr
 
 
 def test_a_changed_requirement_without_doit_lock_is_one_line_and_builds_nothing(env):

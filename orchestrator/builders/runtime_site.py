@@ -69,26 +69,33 @@ def _pip_install(toolchain: Toolchain, rl: RuntimeLock, target: Path) -> None:
                         f"failed: {detail}")
 
 
+def cache_key(toolchain: Toolchain, rl: RuntimeLock) -> str:
+    """The name of the pins' cached install under <store>/cache/runtime/."""
+    return digest_of({"python": toolchain.python_entry.digest(), "entries": rl.digests()})[:32]
+
+
+def cache_lock_name(key: str) -> str:
+    """The store lock held while a cached install is made or copied (gc skips it then)."""
+    return f"runtime-{key}"
+
+
 def cached_site(store: Store, toolchain: Toolchain, rl: RuntimeLock) -> Path:
-    """The installed pins (a site-packages directory) in the store's cache, made once."""
-    key = digest_of({"python": toolchain.python_entry.digest(), "entries": rl.digests()})[:32]
-    final = store.root / CACHE / key
+    """The installed pins (a site-packages directory) in the store's cache, made once (temp,
+    then rename); the caller holds cache_lock_name(cache_key(...))."""
+    final = store.root / CACHE / cache_key(toolchain, rl)
     site = final / "site-packages"
     if site.is_dir():
         return site
     final.parent.mkdir(parents=True, exist_ok=True)
-    with store.lock(f"runtime-{key}"):
-        if site.is_dir():
-            return site
-        tmp = temp_in(final.parent, key)
-        tmp.mkdir()
-        try:
-            _pip_install(toolchain, rl, tmp / "site-packages")
-            check_installed(tmp / "site-packages", rl)
-            os.rename(tmp, final)
-        except BaseException:
-            remove_tree(tmp)
-            raise
+    tmp = temp_in(final.parent, final.name)
+    tmp.mkdir()
+    try:
+        _pip_install(toolchain, rl, tmp / "site-packages")
+        check_installed(tmp / "site-packages", rl)
+        os.rename(tmp, final)
+    except BaseException:
+        remove_tree(tmp)
+        raise
     return site
 
 
@@ -96,8 +103,9 @@ def install_runtime(store: Store, toolchain: Toolchain, rl: RuntimeLock | None, 
     """stage/RUNTIME_SITE from the pins (nothing without [runtime] or with no pins left)."""
     if rl is None or not rl.entries:
         return
-    site = cached_site(store, toolchain, rl)
     dest = stage / RUNTIME_SITE
     dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(site, dest, symlinks=True)
+    # Made or copied whole under its lock: gc never removes it meanwhile (store_usage.apply).
+    with store.lock(cache_lock_name(cache_key(toolchain, rl))):
+        shutil.copytree(cached_site(store, toolchain, rl), dest, symlinks=True)
     check_installed(dest, rl)
