@@ -125,6 +125,13 @@ def test_after_a_switch_the_requirements_import_with_nothing_by_hand(env):
     assert list((env.store / "cache" / "runtime").iterdir()) == []
     again = env.python(IMPORTS)
     assert again.returncode == 0 and again.stdout == out.stdout, again.stderr
+    # `doit verify` re-hashes them with the entry: a changed one fails it, named.
+    assert env.doit("verify", "recipe=cextrt", f"workspace={env.workspace}").returncode == 0
+    (site / "six.py").chmod(0o644)
+    with open(site / "six.py", "a") as f:
+        f.write("# changed after the commit\n")
+    bad = env.doit("verify", "recipe=cextrt", f"workspace={env.workspace}")
+    assert bad.returncode == 1 and "runtime/site-packages/six.py changed" in bad.output, bad.output
 
 
 def test_a_changed_requirement_without_doit_lock_is_one_line_and_builds_nothing(env):
