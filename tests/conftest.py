@@ -113,6 +113,7 @@ def doit(project, store):
 # test_lock_check and test_toolchain_relocated mostly wait (on the package index, on I/O):
 # early, they overlap the other worker's compiles.
 SLOW_FILES_FIRST = ("test_pytorch_build.py", "test_lock_check.py", "test_pytorch2_build.py",
+                    "test_torchsort_sdist.py",
                     "test_toolchain_relocated.py", "test_pytorch2_checkout.py",
                     "test_pytorch_workspace.py", "test_pytorch_full_path.py", "test_readme.py")
 

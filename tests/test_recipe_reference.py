@@ -33,3 +33,4 @@ def test_the_worked_example_is_a_valid_recipe():
     recipe = Recipe.model_validate({"name": "myext", **tomllib.loads(block[1])})
     assert recipe.build.env == {"WITH_SYMBOLS": "1"}
     assert recipe.verify.opt_level["relwithdebinfo"] == "3"
+    assert recipe.runtime.requires == ["numpy>=1.26"]

@@ -169,3 +169,14 @@ def test_pypi_fetch_failure_says_pips_cause(env):
         "PIP_FIND_LINKS": "", "PIP_CONFIG_FILE": os.devnull, "PIP_RETRIES": "0"})
     assert_bad_input(env, res, "Could not fetch URL http://127.0.0.1:9/simple/iniconfig/",
                      "Connection refused")
+
+
+def test_a_fetched_archive_with_another_digest_names_it_and_is_not_kept(env, tmp_path):
+    tarball = tmp_path / "dl" / "tinybad-1.0.tar.gz"
+    sha = make_tarball(tarball, "tinybad-1.0", {"pkg/CMakeLists.txt": CMAKE, "pkg/tiny.c": TINY_C})
+    recipe(env, "tinybad", f'kind = "archive"\nfile = "tinybad-1.0.tar.gz"\nsha256 = "{"0" * 64}"\n'
+                           f'subdir = "pkg"\nfetch = {{ url = "{tarball.as_uri()}" }}')
+    res = env.build("tinybad")
+    assert_bad_input(env, res, f'tinybad-1.0.tar.gz as fetched has sha256 {sha}',
+                     "the file was not kept", f'set sha256 = "{sha}"')
+    assert not (env.store / "archives" / "tinybad-1.0.tar.gz").exists()

@@ -5,6 +5,7 @@ processes, real ninja."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 
@@ -44,3 +45,30 @@ def test_ninja_status_indented_by_pip_counts():
     # cpp_extension's edges have no description: the bar names the output, not the compiler
     line = "  [1/2] /usr/bin/g++ -MMD -c /s/csrc/main.cpp -o /store/build/k/src/build/t/csrc/main.o"
     assert step_label(line[NINJA_STATUS_RE.match(line).end():]) == "t/csrc/main.o"  # type: ignore[union-attr]
+
+
+def test_before_the_first_compile_the_label_names_the_backends_step(tmp_path, session_toolchain):
+    """A real `pip wheel -v` of a small setuptools project with the toolchain's pip and locked
+    setuptools (no index, no isolation, as the builders run it): its lines give the labels
+    shown while no [N/M] has come yet."""
+    from orchestrator.builders.process import phase_label
+
+    (tmp_path / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n')
+    (tmp_path / "setup.py").write_text("from setuptools import setup\n"
+                                       "setup(name='tinyphase', version='1.0', py_modules=['tinyphase'])\n")
+    (tmp_path / "tinyphase.py").write_text("X = 1\n")
+    python = session_toolchain / "venv" / "bin" / "python"
+    done = subprocess.run([str(python), "-m", "pip", "wheel", "-v", "--no-build-isolation",
+                           "--no-deps", "--no-index", "--wheel-dir", str(tmp_path / "dist"),
+                           str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, cwd=tmp_path)  # one stream, as run_logged reads it
+    assert done.returncode == 0, done.stdout
+    labels = [lb for line in done.stdout.splitlines() if (lb := phase_label(line)) is not None]
+    assert labels[0] == "preparing metadata (pyproject.toml)", labels
+    assert "building the wheel of tinyphase" in labels
+    assert labels.index("setup.py: build_py") > labels.index("building the wheel of tinyphase"), labels
+    assert labels[-1] == "wheel of tinyphase made"
+    # scikit-build-core's steps, and setuptools' banners of stars, which are none
+    assert phase_label("  *** Configuring CMake...") == "Configuring CMake"
+    assert phase_label("          " + "*" * 80) is None

@@ -34,7 +34,8 @@ def artifact_env(side: Side, base: dict[str, str]) -> dict[str, str]:
     prefix = side.path / "prefix"
     bins = [str(side.toolchain_root / "venv" / "bin"), *(str(prefix / d) for d in side.outputs["bin"])]
     env["PATH"] = ":".join([*bins, *filter(None, [env["PATH"]])])
-    pythonpath = [str(prefix / d) for d in side.outputs["python"]]
+    pythonpath = [*(str(prefix / d) for d in side.outputs["python"]),
+                  *(str(side.path / d) for d in side.outputs.get("runtime", []))]  # entry-relative
     env["PYTHONPATH"] = ":".join([*pythonpath, *filter(None, [env["PYTHONPATH"]])])
     if not env["LD_LIBRARY_PATH"]:
         del env["LD_LIBRARY_PATH"]

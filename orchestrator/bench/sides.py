@@ -10,6 +10,7 @@ from typing import Any
 
 from orchestrator.plan.artifact_ref import find_stored
 from orchestrator.errors import UserError
+from orchestrator.model.recipe import RUNTIME_SITE, path_outputs
 from orchestrator.plan.derivation import make_plan
 from orchestrator.realise.pipeline import Realised, realise
 from orchestrator.config.settings import Settings
@@ -34,7 +35,7 @@ def names_of(value: str) -> list[str]:
 
 def realised_side(r: Realised, label: str) -> Side:
     return Side(label, r.plan.artifact_id, r.plan.name, r.path,
-                r.plan.recipe.outputs.model_dump(), r.toolchain.root, r.plan.derivation)
+                path_outputs(r.plan.recipe), r.toolchain.root, r.plan.derivation)
 
 
 def variant_side(settings: Settings, store: Store, variant: str) -> Side:
@@ -51,6 +52,8 @@ def stored_side(settings: Settings, store: Store, wanted: str, label: str) -> Si
     # Its toolchain: the recipe's lock as it is now (the interpreter and wheels a run uses).
     plan = make_plan(settings, store, manifest.recipe, manifest.variant)
     toolchain = ensure_toolchain(store, plan.lock)
+    if manifest.derivation.get("runtime"):  # its [runtime] requires, in the entry
+        outputs = {**outputs, "runtime": [RUNTIME_SITE]}
     return Side(wanted, manifest.id, manifest.name, path, outputs, toolchain.root,
                 manifest.derivation)
 

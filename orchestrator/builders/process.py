@@ -18,6 +18,27 @@ NINJA_STATUS_RE = re.compile(r"^\s*\[(\d+)/(\d+)\] ")  # pip -v indents a backen
 NINJA_STATUS = "[%f/%t] "
 
 
+# What pip -v and the build backends print before the first compile (and between them): the
+# bar's label names the part that runs, as the running compile names a compile's.
+PHASE_LINES = (
+    (re.compile(r"^\s*Preparing metadata \((\S+)\): started"), "preparing metadata ({})"),
+    (re.compile(r"^\s*Building wheel for (\S+) \(\S+\): started"), "building the wheel of {}"),
+    (re.compile(r"^\s*running (\w+)\s*$"), "setup.py: {}"),                # setuptools' commands
+    (re.compile(r"^\s*\*\*\* ([A-Za-z].*?)\.*\s*$"), "{}"),                 # scikit-build-core's
+    (re.compile(r"^\s*Emitting ninja build file"), "cpp_extension: writing build.ninja"),
+    (re.compile(r"^\s*Created wheel for (\S+):"), "wheel of {} made"),
+)
+
+
+def phase_label(line: str) -> str | None:
+    """The label a build backend's progress line gives, or None for any other line."""
+    for pattern, label in PHASE_LINES:
+        m = pattern.match(line)
+        if m:
+            return label.format(*m.groups())
+    return None
+
+
 def short_path(name: str) -> str:
     """An absolute output path (cpp_extension's) as its last three components."""
     return "/".join(name.split("/")[-3:]) if name.startswith("/") else name
@@ -78,6 +99,9 @@ def run_logged(cmd: Sequence[str | Path], *, env: dict[str, str], log: Path, tit
                     done, total = int(m[1]), int(m[2])
                     progress.update(task, completed=done, total=total,
                                     description=clip_end(step_label(line[m.end():]), width))
+                elif progress is not None and task is not None \
+                        and (phase := phase_label(line)) is not None:
+                    progress.update(task, description=clip_end(phase, width))
             rc = step.proc.wait()
         except BaseException:
             step.stop()

@@ -88,8 +88,9 @@ class Verb:
 
 
 VERBS: dict[str, Verb] = {
-    "lock": Verb("Resolve locks/*.toml into locks/*.lock.json (lock=NAME for one).",
-                 ("lock", "check", "upgrade", *_WHERE)),
+    "lock": Verb("Resolve locks/*.toml into locks/*.lock.json (lock=NAME for one; "
+                 "recipe=NAME: its [runtime] only).",
+                 ("lock", "recipe", "check", "upgrade", *_WHERE)),
     "toolchain": Verb("Materialize the recipe's lock into <store>/toolchains/<hash>/ (venv + debs).",
                       ("recipe", "lock", "substitute", *_WHERE, "format")),
     "build": Verb("Build recipe=NAME variant=NAME into the store (substitute=0 skips caches).",

@@ -12,7 +12,7 @@ from orchestrator.builders.cmake_steps import configure_args
 from orchestrator.builders.context import BuildContext
 from orchestrator.fs import atomic_symlink
 from orchestrator.ide.spec import IdeSpec, presets_binary_dir_for
-from orchestrator.model.recipe import resolve_variant
+from orchestrator.model.recipe import path_outputs, resolve_variant
 from orchestrator.plan.derivation import Plan, make_plan
 from orchestrator.plan.selection import extra_vars, manifest_selection
 from orchestrator.config.settings import Settings
@@ -61,7 +61,7 @@ def spec_for(settings: Settings, plan: Plan | None = None,
         variant=plan.variant_name, variants=list(plan.recipe.variants),
         source_dir=plan.source_dir, toolchain_root=tc.root, toolchain_python=tc.python,
         deb_root=deb_root, cmake=tc.cmake, ninja=tc.ninja, cc=tc.cc, cxx=tc.cxx,
-        outputs=plan.recipe.outputs.model_dump(), configure_args=args,
+        outputs=path_outputs(plan.recipe), configure_args=args,
         doit=[sys.executable, "-m", "doit", "-f", str(settings.repo_root / "dodo.py")],
         gdb=Path(g) if (g := shutil.which("gdb")) else None,
         source_logical=source_logical, select_vars=select_vars)

@@ -97,7 +97,8 @@ class IdeSpec:
         def joined(kind: str) -> str:
             return ":".join(self.ws(f".orch/profile/prefix/{d}", absolute)
                             for d in self.outputs.get(kind, []))
-        env = {"PYTHONPATH": joined("python")}
+        runtime = [self.ws(f".orch/profile/{d}", absolute) for d in self.outputs.get("runtime", [])]
+        env = {"PYTHONPATH": ":".join(filter(None, [joined("python"), *runtime]))}
         if not absolute:  # VS Code expands ${env:PATH}; lldb/gdb inherit PATH as it is
             bins = [self.ws(".orch/toolchain/venv/bin", absolute), joined("bin"), "${env:PATH}"]
             env = {"PATH": ":".join(filter(None, bins)), **env}

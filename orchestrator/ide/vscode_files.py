@@ -132,8 +132,10 @@ def tasks_json(spec: IdeSpec, path: Path) -> dict[str, Any]:
 def settings_json(spec: IdeSpec, path: Path) -> dict[str, Any]:
     ours: dict[str, Any] = {
         "python.defaultInterpreterPath": spec.python(absolute=False),
-        "python.analysis.extraPaths": [spec.ws(f".orch/profile/prefix/{d}", absolute=False)
-                                       for d in spec.outputs.get("python", [])],
+        "python.analysis.extraPaths": [*(spec.ws(f".orch/profile/prefix/{d}", absolute=False)
+                                         for d in spec.outputs.get("python", [])),
+                                       *(spec.ws(f".orch/profile/{d}", absolute=False)
+                                         for d in spec.outputs.get("runtime", []))],
         "C_Cpp.default.compileCommands": spec.ws(".orch/profile/meta/compile_commands.json",
                                                  absolute=False),
         "cmake.sourceDirectory": spec.source(absolute=False),

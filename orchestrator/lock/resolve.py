@@ -18,12 +18,14 @@ from orchestrator.model.platform_facts import platform_facts
 
 
 def resolve_pypi(interpreter: str, requirements: list[str],
-                 preferred: dict[str, str] | None = None) -> list[PypiEntry]:
+                 preferred: dict[str, str] | None = None,
+                 held: dict[str, str] | None = None) -> list[PypiEntry]:
     """Ask pip (of a throwaway venv of the locked interpreter) what it would install.
     preferred (name -> version, the lock's as it is): kept where the requirements still
     allow them (pip constraints), as `uv lock` keeps a lock's versions; an index that gained
     a release changes nothing until `doit lock upgrade=1`. Requirements that no longer allow
-    them resolve afresh."""
+    them resolve afresh. held (name -> version): hard constraints, never dropped (a recipe's
+    runtime requirements are held to its lock's pins)."""
     if not requirements:
         return []
     with tempfile.TemporaryDirectory(prefix="orch-lock-") as tmp:
@@ -32,6 +34,10 @@ def resolve_pypi(interpreter: str, requirements: list[str],
         report = Path(tmp) / "report.json"
         argv = [str(venv / "bin" / "python"), "-m", "pip", "install", "--dry-run",
                 "--ignore-installed", "--quiet", "--only-binary=:all:", "--report", str(report)]
+        if held:
+            fixed = Path(tmp) / "held-versions.txt"
+            fixed.write_text("".join(f"{n}=={v}\n" for n, v in sorted(held.items())))
+            argv += ["-c", str(fixed)]
         res = None
         if preferred:
             pins = Path(tmp) / "locked-versions.txt"
@@ -42,7 +48,8 @@ def resolve_pypi(interpreter: str, requirements: list[str],
             res = subprocess.run([*argv, *requirements], capture_output=True, text=True)
         if res.returncode != 0:
             last = (res.stderr.strip().splitlines() or ["pip failed"])[-1]
-            raise UserError(f"pip could not resolve the [pypi] requirements: {last}")
+            what = "[pypi] requirements" if held is None else "requirements"
+            raise UserError(f"pip could not resolve the {what}: {last}")
         data = json.loads(report.read_text())
     entries = []
     for item in data["install"]:

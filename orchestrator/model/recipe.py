@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from orchestrator.errors import UserError
 from orchestrator.model.process_values import MAX_ARG, ArgStr, EnvKey, PathStr
@@ -95,6 +95,43 @@ class OutputSpec(_Strict):
         return v
 
 
+# Where a store entry keeps its locked runtime requirements (`[runtime] requires`): beside the
+# prefix, not in it (third-party wheels are not the project's own libraries to verify).
+RUNTIME_SITE = "runtime/site-packages"
+
+
+def _requirement(req: str) -> str:
+    """A PEP 508 requirement of a package from the index: a name, version specifiers and
+    markers; no URL (the lock pins what the index serves, by sha256)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        parsed = Requirement(req)
+    except InvalidRequirement:
+        raise ValueError(f"{req[:80]!r} is not a requirement; write e.g. \"numpy>=1.26\"") from None
+    if parsed.url or req != req.strip() or len(req) > 200:
+        raise ValueError(f"{req[:80]!r}: a name with version specifiers (no URL, no spaces "
+                         "around it, at most 200 characters)")
+    return req
+
+
+class RuntimeSpec(_Strict):
+    """What the artifact needs at import time besides the toolchain's own packages."""
+    requires: list[Annotated[str, AfterValidator(_requirement)]] = []
+
+    @field_validator("requires")
+    @classmethod
+    def _distinct(cls, v: list[str]) -> list[str]:
+        from packaging.requirements import Requirement
+        from packaging.utils import canonicalize_name
+
+        names = [canonicalize_name(Requirement(r).name) for r in v]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"{twice[0]!r} is required twice; merge its specifiers into one entry")
+        return v
+
+
 class Recipe(_Strict):
     name: str = Field(pattern=NAME_RE)
     description: str = ""
@@ -104,6 +141,7 @@ class Recipe(_Strict):
     variants: dict[str, VariantSpec]
     outputs: OutputSpec = OutputSpec()
     verify: VerifyRules = VerifyRules()
+    runtime: RuntimeSpec = RuntimeSpec()
 
     @field_validator("variants")
     @classmethod
@@ -124,6 +162,13 @@ class Recipe(_Strict):
             raise ValueError(f"cflags, defines and env add up to {total} bytes; at most "
                              f"{MAX_PROCESS_VALUES} fit the build's command lines")
         return self
+
+
+def path_outputs(recipe: Recipe) -> dict[str, list[str]]:
+    """recipe.outputs as the workspace, the IDE files and `doit run` take it, plus "runtime":
+    the store entry's directories (relative to the entry, not the prefix) of locked runtime
+    requirements that go on PYTHONPATH after the prefix's own (none without `[runtime]`)."""
+    return {**recipe.outputs.model_dump(), "runtime": [RUNTIME_SITE] if recipe.runtime.requires else []}
 
 
 class ResolvedVariant(_Strict):

@@ -153,4 +153,14 @@ NOTES: dict[str, tuple[str, str]] = {
                              'path = "python/x/lib/*"'),
     "verify.ignore[].reason": ("Why (required), printed with the set-aside findings.",
                                'reason = "copies its install rules add; never loaded"'),
+    "runtime": ("What the artifact needs at import time besides the toolchain's packages: "
+                "pinned by `doit lock` in `locks/runtime/<recipe>.lock.json` (by sha256, held to "
+                "the lock's own pins), installed into the store entry's `runtime/site-packages`, "
+                "which `.orch/env.sh`, `doit run` and the IDE files put on PYTHONPATH after the "
+                "prefix's. The pins are part of the id.", "[runtime]"),
+    "runtime.requires": ("Requirements (PEP 508: a name, version specifiers, markers; no URL) "
+                         "of wheels from the package index; what the recipe's lock already "
+                         "installs (torch and its dependencies) is not pinned again. A change "
+                         "needs `doit lock` (a plan says so).",
+                         'requires = ["numpy>=1.26", "diskcache==5.6.3"]'),
 }

@@ -45,3 +45,4 @@ class StorePaths:
         self.memos = self.cache / MEMO_DIR
         self.listings = self.cache / LISTING_DIR
         self.toolchain_quick = self.cache / QUICK_DIR
+        self.runtime_installs = self.cache / "runtime"  # <digest>/site-packages: [runtime] pins

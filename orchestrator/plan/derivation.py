@@ -16,10 +16,12 @@ from orchestrator.toolchain.cuda_toolkit import check_recipe_has_toolkit
 from orchestrator.errors import UserError
 from orchestrator.hashing import digest_of
 from orchestrator.lock.files import load_lock
+from orchestrator.lock.runtime import load_runtime_lock
 from orchestrator.toolchain.machine_check import (check_machine, machine_cache, probe_cache,
                                          save_machine_cache)
 from orchestrator.model.lock import Lock, LockEntry
 from orchestrator.model.recipe import Recipe, ResolvedVariant, load_recipe, resolve_variant
+from orchestrator.model.runtime_lock import RuntimeLock
 from orchestrator.model.platform_facts import platform_facts
 from orchestrator.config.settings import Settings
 from orchestrator.sources.prepare import prepare_source
@@ -45,6 +47,8 @@ class Plan:
     source: PreparedSource
     derivation: dict[str, Any]
     artifact_id: str
+    # `[runtime] requires` as locks/runtime/<recipe>.lock.json pins them (None without).
+    runtime: RuntimeLock | None = None
 
     @property
     def source_dir(self) -> Path:
@@ -66,9 +70,11 @@ def used_keys(recipe: Recipe) -> list[str]:
 
 
 def derivation_of(recipe: Recipe, variant: ResolvedVariant, inputs: dict[str, LockEntry],
-                  source_identity: Any) -> dict[str, Any]:
-    """The canonical content of one variant's build (see the module docstring)."""
-    return {
+                  source_identity: Any, runtime: RuntimeLock | None = None) -> dict[str, Any]:
+    """The canonical content of one variant's build (see the module docstring). The runtime
+    pins are in it when the recipe has any (the entry holds them): a recipe without
+    `[runtime]` keeps the id it had before the section existed."""
+    derivation = {
         "schema": DERIVATION_SCHEMA,
         "builder": recipe.build.system,
         "recipe": {
@@ -82,6 +88,9 @@ def derivation_of(recipe: Recipe, variant: ResolvedVariant, inputs: dict[str, Lo
         "source": source_identity,
         "platform": platform_facts(),
     }
+    if runtime is not None:
+        derivation["runtime"] = runtime.digests()
+    return derivation
 
 
 def make_plan(settings: Settings, store: Store, recipe_name: str | None = None,
@@ -101,10 +110,11 @@ def make_plan(settings: Settings, store: Store, recipe_name: str | None = None,
                         "does not have; add it to the lock spec and run `doit lock`")
     stats, probes = machine_cache(store), probe_cache(store)
     check_machine(lock, keys, stats, save=False, probes=probes)
+    runtime = load_runtime_lock(settings.locks_dir, recipe, lock)
     source = prepare_source(settings, recipe, store)
     inputs = {k: lock.entries[k] for k in keys}
-    derivation = derivation_of(recipe, resolved, inputs, source.identity)
+    derivation = derivation_of(recipe, resolved, inputs, source.identity, runtime)
     save_machine_cache(stats, probes)  # only once the plan is made: bad input changes nothing
     return Plan(recipe=recipe, variant_name=resolved.name, variant=resolved, lock=lock,
                 inputs=inputs, source=source, derivation=derivation,
-                artifact_id=artifact_id_of(derivation))
+                artifact_id=artifact_id_of(derivation), runtime=runtime)

@@ -20,6 +20,7 @@ from orchestrator.builders.compile_cache.wrappers import build_path
 from orchestrator.builders.context import BuildContext
 from orchestrator.builders.install_map import InstallMap, install_sources
 from orchestrator.builders.registry import get_builder
+from orchestrator.builders.runtime_site import install_runtime
 from orchestrator.hashing import digest_of
 from orchestrator.plan.derivation import Plan
 from orchestrator.config.settings import Settings
@@ -50,6 +51,7 @@ def run_builder(settings: Settings, store: Store, plan: Plan, toolchain: Toolcha
         launcher.report_build(cc, build_dir)  # the summary's hits/misses line
     finally:
         launcher.end_build(cc)  # sccache: its server stops with the build
+    install_runtime(store, toolchain, plan.runtime, stage)  # [runtime] requires, pinned
     reuse_installed(store, stage, committed, used.copies)
     return used
 

@@ -111,7 +111,8 @@ def fetch_into(archive: Archive, dest_dir: Path, store: Store,
     dest_dir.mkdir(parents=True, exist_ok=True)
     with store.lock(f"archive-{archive.sha256[:16]}"):
         dest = dest_dir / archive.file
-        if not dest.is_file():
+        fetched = not dest.is_file()
+        if fetched:
             if archive.fetch.url:
                 _download(archive.fetch.url, dest)
             elif archive.fetch.apt_source:
@@ -123,11 +124,20 @@ def fetch_into(archive: Archive, dest_dir: Path, store: Store,
                 raise UserError(f"archive {archive.file} not found (looked in {looked}) and the "
                                 "recipe gives no fetch; put it in one of those directories or add "
                                 f"yours to ${ARCHIVES_ENV} (':'-separated)")
-        try:
-            check_pinned_digest(dest, archive, cache)
-        except UserError:
+        if not fetched:
+            try:
+                check_pinned_digest(dest, archive, cache)
+            except UserError:
+                dest.unlink()
+                raise
+            return dest
+        found = sha256_file(dest)
+        if found != archive.sha256:
             dest.unlink()
-            raise
+            raise UserError(f"{archive.file} as fetched has sha256 {found}, the recipe pins "
+                            f"{archive.sha256} (the file was not kept); if it is the file you "
+                            "mean (compare with the digest the index or the publisher shows), "
+                            f"set sha256 = \"{found}\"")
     return dest
 
 

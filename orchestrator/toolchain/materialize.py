@@ -28,8 +28,11 @@ from orchestrator.model.store_layout import TOOLCHAIN_JSON, StorePaths
 
 # Every file the materialization wrote (tree_manifest): checked cheaply at each use.
 FILES_MANIFEST = "toolchain-files.json"
-# What a build may see of the machine: the toolchain first, then the base system.
-BASE_PATH = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+# What a build may see of the machine: the toolchain first, then the base system, which is
+# Debian's (its packages, the lock's compilers). Not /usr/local: what a machine keeps there is
+# in no lock, and a setup.py that probes for it (`nvcc` on PATH → a CUDA extension) would
+# build something else on each machine (a CUDA toolkit comes from the lock: bin_dirs).
+BASE_PATH = ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]
 # (store, lock, final dir) -> a line saying where it came from, or None: build it here.
 # Given by a higher layer (cache.toolchain_hook); it must leave nothing at `final` on None.
 Substituter = Callable[[Store, Lock, Path], str | None]

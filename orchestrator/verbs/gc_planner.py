@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from orchestrator.errors import UserError
-from orchestrator.fs import remove_tree
+from orchestrator.fs import is_stale_temp, remove_tree
 from orchestrator.memo.plan_memo import memo_artifact
 from orchestrator.config.settings import Settings
 from orchestrator.store.artifacts import Store
@@ -169,7 +169,7 @@ def needed(settings: Settings, store: Store, keep: int) -> Needed:
 # -- the gc plan ------------------------------------------------------------------------------
 @dataclass
 class Doomed:
-    kind: str   # artifact | toolchain | toolchain check copy | plan memo | build tree | source | archive | git cache | failed build
+    kind: str   # artifact | toolchain | toolchain check copy | plan memo | build tree | source | archive | git cache | runtime install | failed build
     path: Path
     why: str
 
@@ -236,9 +236,36 @@ def gc_plan(settings: Settings, store: Store, keep: int,
     urls = {digest_of(u)[:16] for u in need.git_urls if u}
     out += [Doomed("git cache", p, "no recipe or lock names its URL")
             for p in _listdir(store.paths.git) if p.name.removesuffix(".git") not in urls]
+    out += [Doomed("runtime install", p, "a cached install of runtime pins (each artifact has "
+                   "its own copy; a build makes it again)")
+            for p in _listdir(store.paths.runtime_installs) if re.fullmatch(r"[0-9a-f]{32}", p.name)]
+    out += [Doomed("runtime install", p, "left by a killed build or gc")  # temps of dead pids
+            for p in _listdir(store.paths.runtime_installs) if is_stale_temp(p.name)]
     out += [Doomed("failed build", p, "kept for inspection until the next gc")
             for p in sorted(store.tmp_dir.glob("failed-*")) if store.tmp_dir.is_dir()]
     return out, need.notes
+
+
+def _drop_runtime_install(store: Store, path: Path) -> None:
+    """Unless a build holds it (making or copying it): renamed away whole, then removed, so
+    no half-removed install is ever taken for a whole one."""
+    from filelock import Timeout
+
+    from orchestrator.builders.runtime_site import cache_lock_name
+    from orchestrator.fs import temp_in
+
+    if is_stale_temp(path.name):  # its owner is gone: nobody else names it
+        remove_tree(path)
+        return
+    try:
+        with store.lock(cache_lock_name(path.name), timeout=0):
+            if not path.is_dir():
+                return
+            gone = temp_in(path.parent, "." + path.name)
+            os.rename(path, gone)
+    except Timeout:
+        return  # a build uses it now: the next gc
+    remove_tree(gone)
 
 
 def apply(store: Store, doomed: list[Doomed]) -> None:
@@ -249,6 +276,8 @@ def apply(store: Store, doomed: list[Doomed]) -> None:
             if d.kind == "artifact":
                 if d.path.is_dir():
                     store.delete_artifact(d.path)
+            elif d.kind == "runtime install":
+                _drop_runtime_install(store, d.path)
             elif d.path.is_symlink():
                 d.path.unlink()
             elif d.path.exists():

@@ -6,6 +6,7 @@ from orchestrator import fault_point
 from orchestrator.store import roots_lock
 from orchestrator.workspace.activate import activate
 from orchestrator.errors import UserError
+from orchestrator.model.recipe import path_outputs
 from orchestrator.ide.render import refresh_if_managed
 from orchestrator.memo.plan_memo import ide_reads, remember, tracing_ide
 from orchestrator.memo.file_reads import stat_sig
@@ -54,5 +55,5 @@ def cmd_switch(settings: Settings, words: list[str] | None = None) -> None:
          f"{r.plan.variant_name} {r.plan.artifact_id} ({r.origin})")
     remember(r, {"workspace": str(settings.workspace), "toolchain": str(toolchain.root),
                  "toolchain_sig": stat_sig(str(toolchain.root / TOOLCHAIN_JSON)),
-                 "outputs": r.plan.recipe.outputs.model_dump(),
+                 "outputs": path_outputs(r.plan.recipe),
                  "ide": ide_reads(ide, written)})

@@ -2,6 +2,7 @@
 bot's smoke tests do): the profile link plus the toolchain whose python the env script uses."""
 from __future__ import annotations
 
+from orchestrator.model.recipe import path_outputs
 from orchestrator.realise.pipeline import Realised
 from orchestrator.store.artifacts import Store
 from orchestrator.toolchain.materialize import Toolchain
@@ -14,4 +15,4 @@ def activate(ws: Workspace, store: Store, r: Realised,
     (`doit switch`: Realised.toolchain_to_link) or r.toolchain, the one realise ensured (a
     present artifact's is ensured here, files checked: the bot runs smoke tests from it)."""
     tc = toolchain if toolchain is not None else r.toolchain
-    return ws.switch(r.path, store, tc.root, r.plan.recipe.outputs.model_dump())
+    return ws.switch(r.path, store, tc.root, path_outputs(r.plan.recipe))
