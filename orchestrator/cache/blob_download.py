@@ -29,9 +29,13 @@ WRITE_BUFFERS = 6      # buffers per blob, circulating between decompressing and
 
 
 class _Writer:
-    """Hashes and writes decompressed data on its own thread while the caller decompresses
-    into the next buffer. A few 1 MiB buffers circulate (free → filled → written → free):
-    no allocation per chunk, and each buffer stays in the CPU cache between the stages."""
+    """Writes and hashes decompressed data on two threads of its own while the caller
+    decompresses into the next buffer. A few 1 MiB buffers circulate (free → filled →
+    written → hashed → free): no allocation per chunk, and each buffer stays in the CPU cache
+    between the stages. Writing (the kernel's copy into the page cache) and hashing run on
+    separate threads, so neither waits for the other: on a loaded machine each runnable
+    thread gets its share of the cores, and a write stalled on the kernel no longer holds
+    the hash back."""
 
     def __init__(self, fd: int, meter: ByteProgress, size: int) -> None:
         self.fd = fd
@@ -41,22 +45,31 @@ class _Writer:
         self.buffer_size = max(1, min(WRITE_BUFFER, size + 1))  # +1: room to see excess data
         self.created = 0
         self.filled: queue.Queue[tuple[bytearray, int] | None] = queue.Queue()
+        self.written: queue.Queue[tuple[bytearray, int] | None] = queue.Queue()
         self.error: OSError | None = None
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        self.threads = [threading.Thread(target=self._write, daemon=True),
+                        threading.Thread(target=self._hash, daemon=True)]
+        for t in self.threads:
+            t.start()
 
-    def _run(self) -> None:
+    def _write(self) -> None:
         while (item := self.filled.get()) is not None:
             buf, n = item
             if self.error is None:
                 try:
                     view = memoryview(buf)[:n]
-                    self.hash.update(view)
                     while view:
                         view = view[os.write(self.fd, view):]
-                    self.meter.advance(n)
                 except OSError as e:
                     self.error = e
+            self.written.put(item)
+        self.written.put(None)
+
+    def _hash(self) -> None:
+        while (item := self.written.get()) is not None:
+            buf, n = item
+            self.hash.update(memoryview(buf)[:n])
+            self.meter.advance(n)
             self.free.put(buf)
 
     def buffer(self) -> bytearray:
@@ -72,9 +85,10 @@ class _Writer:
         self.filled.put((buf, n))
 
     def close(self) -> None:
-        """Wait until everything queued is written (never raises; see .error)."""
+        """Wait until everything queued is written and hashed (never raises; see .error)."""
         self.filled.put(None)
-        self.thread.join()
+        for t in self.threads:
+            t.join()
 
 
 class _Prefetch:
@@ -252,8 +266,8 @@ def fetch_blob(backend: Backend, sha256: str, size: int, dest: Path, meter: Byte
                stats: TransferStats, cancel: threading.Event) -> None:
     """Download one blob into a new file `dest`, refusing wrong content or a short stream.
 
-    Three threads per large blob: read (keeps the socket drained), decompress (here),
-    hash + write. Small blobs are done in one go.
+    Four threads per large blob: read (keeps the socket drained), decompress (here), write,
+    hash. Small blobs are done in one go.
     """
     if size <= SMALL_BLOB:
         return _fetch_small(backend, sha256, size, dest, meter, stats)
