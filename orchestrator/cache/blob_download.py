@@ -26,6 +26,7 @@ PREFETCH_QUEUE = 64     # compressed chunks (CHUNK each) read ahead per blob
 SMALL_BLOB = 1 << 20    # up to this size a blob is fetched without helper threads
 WRITE_BUFFER = 1 << 20  # decompressed bytes per buffer (measured best: fits the cache)
 WRITE_BUFFERS = 6      # buffers per blob, circulating between decompressing and writing
+WRITE_SLICE = 128 << 10  # at most this many bytes per write() call (see _Writer)
 
 
 class _Writer:
@@ -35,7 +36,10 @@ class _Writer:
     between the stages. Writing (the kernel's copy into the page cache) and hashing run on
     separate threads, so neither waits for the other: on a loaded machine each runnable
     thread gets its share of the cores, and a write stalled on the kernel no longer holds
-    the hash back."""
+    the hash back. Each write() hands the kernel at most WRITE_SLICE bytes (zstd -d's own
+    output size): 1 MiB writes into ext4's page cache measured up to 30x the kernel time of
+    128 KiB ones on the 2-core dev VM (Linux 6.18; perf: copy_folio_from_iter_atomic, 82 %
+    of the pull), 128 KiB never."""
 
     def __init__(self, fd: int, meter: ByteProgress, size: int) -> None:
         self.fd = fd
@@ -59,7 +63,7 @@ class _Writer:
                 try:
                     view = memoryview(buf)[:n]
                     while view:
-                        view = view[os.write(self.fd, view):]
+                        view = view[os.write(self.fd, view[:WRITE_SLICE]):]
                 except OSError as e:
                     self.error = e
             self.written.put(item)
@@ -238,7 +242,7 @@ def write_new(dest: str | Path, data: bytes, mode: int = 0o644) -> None:
     try:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view[:WRITE_SLICE]):]
     except OSError as e:
         raise CacheError(f"cannot write to the store: {e.strerror} ({dest})") from None
     finally:
