@@ -271,3 +271,39 @@ def test_file_urls_keep_their_slashes_in_messages(tmp_path: Path, trailing: str)
         download_blobs(open_backend(url, CFG), [(sha, len(data), tmp_path / "dest")], 1, "pull",
                        TransferStats())
     assert f"refused {root.as_uri()}/{blob_key(sha)}: content hash mismatch" in str(err.value)
+
+
+WRITE_FAILS = """
+import resource, signal, sys, threading
+from pathlib import Path
+from orchestrator.cache.backends import open_backend
+from orchestrator.cache.blob_download import download_blobs
+from orchestrator.cache.cache_toml import CacheConfig
+from orchestrator.cache.errors import CacheError
+from orchestrator.cache.transfer import TransferStats
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # write() then fails with EFBIG
+resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+url, sha, size, dest = sys.argv[1:]
+try:
+    download_blobs(open_backend(url, CacheConfig(jobs=2, timeout=5)),
+                   [(sha, int(size), Path(dest))], 2, "pull", TransferStats())
+except CacheError as e:
+    print(e)
+    sys.exit(3)
+"""
+
+
+def test_a_write_failure_inside_a_large_blob_is_one_line(tmp_path: Path) -> None:
+    """The write thread of a large blob fails part-way (the file size limit: EFBIG); the
+    decompressing, writing and hashing threads all stop, and the pull says why in one line."""
+    import subprocess
+    (tmp_path / "shared").mkdir()
+    url = f"file://{tmp_path / 'shared'}"
+    sha, size, _ = blob = _blob(tmp_path, "big", os.urandom(3 << 20))
+    upload_blobs(open_backend(url, CFG), [blob], 1, "push", TransferStats())
+    p = subprocess.run([sys.executable, "-c", WRITE_FAILS, url, sha, str(size),
+                        str(tmp_path / "dest")], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 3, p.stderr[-2000:]
+    line = p.stdout.strip()
+    assert line.startswith("cannot write to the store: File too large") and "\n" not in line
+    assert (tmp_path / "dest").stat().st_size <= 1 << 20

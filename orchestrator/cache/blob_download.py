@@ -26,12 +26,20 @@ PREFETCH_QUEUE = 64     # compressed chunks (CHUNK each) read ahead per blob
 SMALL_BLOB = 1 << 20    # up to this size a blob is fetched without helper threads
 WRITE_BUFFER = 1 << 20  # decompressed bytes per buffer (measured best: fits the cache)
 WRITE_BUFFERS = 6      # buffers per blob, circulating between decompressing and writing
+WRITE_SLICE = 128 << 10  # at most this many bytes per write() call (see _Writer)
 
 
 class _Writer:
-    """Hashes and writes decompressed data on its own thread while the caller decompresses
-    into the next buffer. A few 1 MiB buffers circulate (free → filled → written → free):
-    no allocation per chunk, and each buffer stays in the CPU cache between the stages."""
+    """Writes and hashes decompressed data on two threads of its own while the caller
+    decompresses into the next buffer. A few 1 MiB buffers circulate (free → filled →
+    written → hashed → free): no allocation per chunk, and each buffer stays in the CPU cache
+    between the stages. Writing (the kernel's copy into the page cache) and hashing run on
+    separate threads, so neither waits for the other: on a loaded machine each runnable
+    thread gets its share of the cores, and a write stalled on the kernel no longer holds
+    the hash back. Each write() hands the kernel at most WRITE_SLICE bytes (zstd -d's own
+    output size): 1 MiB writes into ext4's page cache measured up to 30x the kernel time of
+    128 KiB ones on the 2-core dev VM (Linux 6.18; perf: copy_folio_from_iter_atomic, 82 %
+    of the pull), 128 KiB never."""
 
     def __init__(self, fd: int, meter: ByteProgress, size: int) -> None:
         self.fd = fd
@@ -41,22 +49,31 @@ class _Writer:
         self.buffer_size = max(1, min(WRITE_BUFFER, size + 1))  # +1: room to see excess data
         self.created = 0
         self.filled: queue.Queue[tuple[bytearray, int] | None] = queue.Queue()
+        self.written: queue.Queue[tuple[bytearray, int] | None] = queue.Queue()
         self.error: OSError | None = None
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        self.threads = [threading.Thread(target=self._write, daemon=True),
+                        threading.Thread(target=self._hash, daemon=True)]
+        for t in self.threads:
+            t.start()
 
-    def _run(self) -> None:
+    def _write(self) -> None:
         while (item := self.filled.get()) is not None:
             buf, n = item
             if self.error is None:
                 try:
                     view = memoryview(buf)[:n]
-                    self.hash.update(view)
                     while view:
-                        view = view[os.write(self.fd, view):]
-                    self.meter.advance(n)
+                        view = view[os.write(self.fd, view[:WRITE_SLICE]):]
                 except OSError as e:
                     self.error = e
+            self.written.put(item)
+        self.written.put(None)
+
+    def _hash(self) -> None:
+        while (item := self.written.get()) is not None:
+            buf, n = item
+            self.hash.update(memoryview(buf)[:n])
+            self.meter.advance(n)
             self.free.put(buf)
 
     def buffer(self) -> bytearray:
@@ -72,9 +89,10 @@ class _Writer:
         self.filled.put((buf, n))
 
     def close(self) -> None:
-        """Wait until everything queued is written (never raises; see .error)."""
+        """Wait until everything queued is written and hashed (never raises; see .error)."""
         self.filled.put(None)
-        self.thread.join()
+        for t in self.threads:
+            t.join()
 
 
 class _Prefetch:
@@ -224,7 +242,7 @@ def write_new(dest: str | Path, data: bytes, mode: int = 0o644) -> None:
     try:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view[:WRITE_SLICE]):]
     except OSError as e:
         raise CacheError(f"cannot write to the store: {e.strerror} ({dest})") from None
     finally:
@@ -252,8 +270,8 @@ def fetch_blob(backend: Backend, sha256: str, size: int, dest: Path, meter: Byte
                stats: TransferStats, cancel: threading.Event) -> None:
     """Download one blob into a new file `dest`, refusing wrong content or a short stream.
 
-    Three threads per large blob: read (keeps the socket drained), decompress (here),
-    hash + write. Small blobs are done in one go.
+    Four threads per large blob: read (keeps the socket drained), decompress (here), write,
+    hash. Small blobs are done in one go.
     """
     if size <= SMALL_BLOB:
         return _fetch_small(backend, sha256, size, dest, meter, stats)
