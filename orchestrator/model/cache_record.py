@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from orchestrator.hashing import digest_of
-from orchestrator.model.manifest import MANIFEST_NAME, FileEntry, Manifest
+from orchestrator.model.manifest import FileEntry, Manifest
+from orchestrator.model.store_layout import MANIFEST_NAME
 from orchestrator.model.process_values import NAME_MAX, PATH_MAX
 from orchestrator.model.recipe import NAME_RE
 
-RECORD_FORMAT = "orchestrator-cache-record/1"
-PACKED_FORMAT = "orchestrator-cache-record/2"   # /1 + packs
+RECORD_FORMAT: Final = "orchestrator-cache-record/1"
+PACKED_FORMAT: Final = "orchestrator-cache-record/2"   # /1 + packs
 MAX_PACKED_FILE = 1 << 20     # a packed content is held in memory: larger ones are cas/ blobs
 MAX_PACK_SIZE = 256 << 20     # bytes of one pack file
 SHA256_RE = re.compile(r"^[0-9a-f]{64}$")

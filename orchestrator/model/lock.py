@@ -6,7 +6,7 @@
 """
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler,
                       model_serializer)
@@ -109,8 +109,8 @@ class CompilerEntry(_Entry):
     programs: dict[str, ProgramPin] | None = None
 
     @model_serializer(mode="wrap")
-    def _without_unset_programs(self, handler: SerializerFunctionWrapHandler) -> dict:
-        data = handler(self)
+    def _without_unset_programs(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
         if data.get("programs") is None:
             data.pop("programs", None)
         return data

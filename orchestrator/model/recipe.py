@@ -155,8 +155,8 @@ class Recipe(_Strict):
 
     @model_validator(mode="after")
     def _fits_a_command_line(self) -> "Recipe":
-        parts = [self.build, *self.variants.values()]
-        total = sum(len(str(x).encode()) for p in parts
+        parts: list[BuildSpec | VariantSpec] = [self.build, *self.variants.values()]
+        total: int = sum(len(str(x).encode()) for p in parts
                     for x in [*p.cflags, *p.defines, *p.defines.values(), *p.env, *p.env.values()])
         if total > MAX_PROCESS_VALUES:
             raise ValueError(f"cflags, defines and env add up to {total} bytes; at most "
@@ -213,8 +213,8 @@ def recipe_path(recipes_dir: Path, name: str) -> Path:
                         f"'-', '_'{hint}")
     path = recipes_dir / f"{name}.toml"
     if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in recipes_dir.glob("*.toml"))) or "none"
-        raise UserError(f"unknown recipe {name!r}: no {path}; known recipes: {known}")
+        listed = ", ".join(sorted(p.stem for p in recipes_dir.glob("*.toml"))) or "none"
+        raise UserError(f"unknown recipe {name!r}: no {path}; known recipes: {listed}")
     return path
 
 

@@ -63,7 +63,7 @@ class OmitUnset(BaseModel):
 
     @model_serializer(mode="wrap")
     def _drop_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data = handler(self)
+        data: dict[str, Any] = handler(self)
         for k in self.omit_unset:
             if data.get(k) in (None, []):
                 data.pop(k, None)

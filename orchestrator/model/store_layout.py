@@ -45,4 +45,5 @@ class StorePaths:
         self.memos = self.cache / MEMO_DIR
         self.listings = self.cache / LISTING_DIR
         self.toolchain_quick = self.cache / QUICK_DIR
+        self.stage_record_key = self.cache / "stage-records.key"  # the stage records' HMAC key
         self.runtime_installs = self.cache / "runtime"  # <digest>/site-packages: [runtime] pins

@@ -65,7 +65,8 @@ def read_toml(path: Path, fix: str) -> dict[str, Any]:
         raise UserError(f"{path}: malformed TOML: {e}; {fix}") from None
     except RecursionError:
         raise UserError(f"{path}: nested too deeply to read; {fix}") from None
-    return _checked(path, data, fix)
+    checked: dict[str, Any] = _checked(path, data, fix)
+    return checked
 
 
 def read_json(path: Path, fix: str) -> Any:

@@ -13,7 +13,7 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from orchestrator.store import roots_lock
 from orchestrator.fs import (TEMP_RE, durable_commits, fsync_dir, fsync_tree_level, is_stale_temp,
@@ -207,7 +207,7 @@ class Store:
 
     def reuse_unchanged(self, stage: Path, build_dir: Path, epoch: str,
                         source_of: Callable[[str], Path | None],
-                        files: dict[str, list]) -> StageRecord:
+                        files: dict[str, list[Any]]) -> StageRecord:
         """Give each staged file that is a copy of an unchanged file its committed inode
         from links/, so that neither commit nor verify reads it again.
 
@@ -256,7 +256,7 @@ class Store:
         record.reused = len(linked)
         return record
 
-    def pooled_copy(self, files: dict[str, list], rel: str, source: Path) -> Path | None:
+    def pooled_copy(self, files: dict[str, list[Any]], rel: str, source: Path) -> Path | None:
         """The pool inode the last commit staged as `rel`, a shutil.copy2 of `source`, when
         `source` is as it was then (`files`: stage_record.read_record's): a builder links it
         instead of copying the file again."""
@@ -267,7 +267,7 @@ class Store:
         found = self._pooled(files.get(rel), seen_of(src.st_size, src.st_mode, src))
         return found[0] if found else None
 
-    def _pooled(self, old: object, seen: list) -> tuple[Path, os.stat_result] | None:
+    def _pooled(self, old: object, seen: list[Any]) -> tuple[Path, os.stat_result] | None:
         """The pool inode (and its stat) of a record entry `old` whose copy and source were
         `seen` as now."""
         if not (isinstance(old, list) and old[:-1] == seen):
@@ -307,7 +307,7 @@ class Store:
             record = self._records.pop(staged, None)
             if record is not None:
                 write_record(self.root, record, {e.path: e.sha256 for e in manifest.files
-                                                 if e.kind == "file"})
+                                                 if e.kind == "file" and e.sha256 is not None})
         return final
 
     # -- gc -------------------------------------------------------------------------------

@@ -15,9 +15,11 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from orchestrator.fs import write_atomic
 from orchestrator.hashing import canonical_json, local_secret
+from orchestrator.model.store_layout import StorePaths
 
 STAGE_RECORD = ".orch-stage-record.json"
 NS = 1_000_000_000
@@ -29,22 +31,22 @@ class StageRecord:
     path: Path                      # <build tree>/.orch-stage-record.json
     epoch: str                      # configure arguments + install scripts
     # staged path -> [size, exec, source dev, ino, size, mtime_ns, ctime_ns]
-    seen: dict[str, list] = field(default_factory=dict)
+    seen: dict[str, list[Any]] = field(default_factory=dict)
     reused: int = 0                 # staged files replaced by their pool inode (not hashed)
 
 
-def seen_of(size: int, mode: int, src: os.stat_result) -> list:
+def seen_of(size: int, mode: int, src: os.stat_result) -> list[Any]:
     """A record's entry less its sha256: the copy's size and exec bit, the source's stat."""
     return [size, bool(mode & 0o111), src.st_dev, src.st_ino, src.st_size, src.st_mtime_ns,
             src.st_ctime_ns]
 
 
 def record_mac(store_root: Path, epoch: str, files: object) -> str:
-    key = local_secret(store_root / "cache" / "stage-records.key")
+    key = local_secret(StorePaths(store_root).stage_record_key)
     return hmac.new(key, canonical_json([epoch, files]), hashlib.sha256).hexdigest()
 
 
-def read_record(store_root: Path, build_dir: Path, epoch: str) -> dict[str, list]:
+def read_record(store_root: Path, build_dir: Path, epoch: str) -> dict[str, list[Any]]:
     """The tree's last record's files when this store wrote it under the same epoch; {}
     otherwise (another configure, or not ours: everything is copied and hashed)."""
     try:

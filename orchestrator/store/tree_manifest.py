@@ -74,7 +74,8 @@ def read(root: Path, name: str) -> dict[str, dict[str, Any]] | None:
     path = root / name
     if not path.is_file():
         return None
-    return json.loads(path.read_text())["files"]
+    files: dict[str, dict[str, Any]] = json.loads(path.read_text())["files"]
+    return files
 
 
 @dataclass
@@ -120,7 +121,7 @@ def read_quick(root: Path, name: str, cache_dir: Path) -> list[QuickEntry] | Non
     try:
         held_key, held = marshal.loads(copy.read_bytes())
         if tuple(held_key) == key:
-            return held
+            return held  # type: ignore[no-any-return]  # marshal: written by this function
     except (OSError, ValueError, EOFError, TypeError):
         pass  # none yet, or unreadable: made again below
     entries = quick_entries(json.loads(path.read_text())["files"])
