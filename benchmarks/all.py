@@ -23,10 +23,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from verify_torch import find_torch  # noqa: E402  (one lookup of the toolchain's torch)
-
 from rich.console import Console
 from rich.table import Table
+from verify_torch import find_torch  # noqa: E402  (one lookup of the toolchain's torch)
 
 from orchestrator.bench.noise import busy  # the one reading of load and pressure (doit bench)
 
@@ -264,7 +263,7 @@ def main() -> None:
     Console(width=160).print(table)
     print("waited for a quiet machine before each script: " + ", ".join(
         f"{name} {s:.0f} s" for name, s in SETTLED.items()))
-    print(json.dumps([dict(zip(("measure", "value", "baseline", "ratio", "goal"), r)) for r in rows]))
+    print(json.dumps([dict(zip(("measure", "value", "baseline", "ratio", "goal"), r, strict=True)) for r in rows]))
 
 
 if __name__ == "__main__":

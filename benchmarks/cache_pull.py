@@ -255,7 +255,7 @@ def large_set(args: argparse.Namespace, ctx: Bench) -> dict[str, float]:
         print(f"{name:<62} {med(runs):>8.2f} {mbps(runs):>8.0f} {med(runs, 1):>8.2f}")
     for label, ratio in (("ratio: pull / baseline", ratio_seq),
                          ("ratio: pull / best of both curl runs", ratio_best)):
-        print(f"{label + ' (goal >= %.1f)' % GOAL:<62} {'':>8} {ratio:>8.2f}"
+        print(f"{label + f' (goal >= {GOAL:.1f})':<62} {'':>8} {ratio:>8.2f}"
               f"  {'OK' if ratio >= GOAL else 'BELOW GOAL'}")
     print(f"{'push (zstd -3 + PUT, first time)':<62} {p.push_s:>8.2f} "
           f"{p.size / p.push_s / 1e6:>8.0f}")
@@ -308,9 +308,9 @@ def small_set(args: argparse.Namespace, ctx: Bench) -> dict[str, float]:
                         ours)):
         print(f"{name:<62} {med(runs):>8.2f} {p.size / med(runs) / 1e6:>8.0f} "
               f"{med(runs, 1):>8.2f}")
-    print(f"{'ratio: pull / baseline (goal >= %.1f)' % SMALL_GOAL:<62} {'':>8} {ratio:>8.2f}"
+    print(f"{f'ratio: pull / baseline (goal >= {SMALL_GOAL:.1f})':<62} {'':>8} {ratio:>8.2f}"
           f"  {'OK' if ratio >= SMALL_GOAL else 'BELOW GOAL'}")
-    print(f"{'push (first time): %d requests, %.0f MB sent' % (p.requests, p.wire / 1e6):<62} "
+    print(f"{f'push (first time): {p.requests} requests, {p.wire / 1e6:.0f} MB sent':<62} "
           f"{p.push_s:>8.2f}")
     print(f"{'tar | zstd -3 of the same tree, %.0f MB' % (archive.stat().st_size / 1e6):<62} "
           f"{archive_s:>8.2f}")

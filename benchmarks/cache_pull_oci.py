@@ -29,8 +29,20 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 sys.path.insert(0, str(REPO / "tests" / "oci"))
 
-from cache_pull import (GOAL, LARGE, SMALL, SMALL_GOAL, Runs, TreeSet, curl_blobs,  # noqa: E402
-                        curl_tar, find_wheel, make_artifact, med, our_pull)
+from cache_pull import (  # noqa: E402
+    GOAL,
+    LARGE,
+    SMALL,
+    SMALL_GOAL,
+    Runs,
+    TreeSet,
+    curl_blobs,
+    curl_tar,
+    find_wheel,
+    make_artifact,
+    med,
+    our_pull,
+)
 from nginx_server import NginxServer  # noqa: E402
 from registry_server import RegistryServer  # noqa: E402
 

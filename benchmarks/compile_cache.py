@@ -242,7 +242,7 @@ def median_by_name(results: list[Result]) -> list[Result]:
     for r in results:
         out.setdefault(r.name, []).append(r)
     picked = []
-    for name, rs in out.items():
+    for rs in out.values():
         rs = sorted(rs, key=lambda r: r.wall_s)
         picked.append(rs[len(rs) // 2])
     return picked

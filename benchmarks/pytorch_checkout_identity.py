@@ -23,12 +23,13 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from timing import median_time  # noqa: E402
+
 from orchestrator.hashing import StatCache, tree_digest  # noqa: E402
 from orchestrator.model.recipe import load_recipe  # noqa: E402
 from orchestrator.sources.archives import obtain_archive  # noqa: E402
 from orchestrator.sources.checkout import checkout_identity  # noqa: E402
 from orchestrator.store.artifacts import Store  # noqa: E402
-from timing import median_time  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b",

@@ -10,7 +10,8 @@ import contextlib
 import os
 import threading
 import time
-from typing import TYPE_CHECKING, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -64,8 +65,7 @@ def build_progress(title: str, on: Console | None = None) -> Progress | None:
     on = on or console
     if not on.is_terminal:
         return None
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Column
 
     return Progress(
@@ -107,7 +107,7 @@ class Heartbeat:
                           f"({time.monotonic() - self.start:.0f}s)", soft_wrap=True)
             wait = self.every
 
-    def __enter__(self) -> "Heartbeat":
+    def __enter__(self) -> Heartbeat:
         self.thread.start()
         return self
 
@@ -150,8 +150,14 @@ class ByteProgress:
 
     def __init__(self, label: str, total: int | None, on: Console | None = None,
                  first: float = FIRST_NOTE_S, every: float = NOTE_EVERY_S) -> None:
-        from rich.progress import (BarColumn, DownloadColumn, Progress, TextColumn,
-                                   TimeRemainingColumn, TransferSpeedColumn)
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
 
         on = on or console
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
@@ -170,7 +176,7 @@ class ByteProgress:
             if self.heartbeat else 0.0
         return f"{done} MB, {speed:.1f} MB/s"
 
-    def __enter__(self) -> "ByteProgress":
+    def __enter__(self) -> ByteProgress:
         self.progress.start()
         if self.heartbeat is not None:
             self.heartbeat.__enter__()

@@ -11,8 +11,9 @@ import contextlib
 import os
 import re
 import stat
+from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 TEMP_RE = re.compile(r"\.tmp-(?P<pid>\d+)-[0-9a-f]+$")
 
@@ -59,7 +60,7 @@ def make_writable(path: Path) -> None:
     """Give the owner write permission on a tree so it can be deleted or moved."""
     if path.is_symlink() or not path.exists():
         return
-    for dirpath, dirnames, _ in os.walk(path):
+    for dirpath, _dirnames, _ in os.walk(path):
         os.chmod(dirpath, stat.S_IMODE(os.lstat(dirpath).st_mode) | stat.S_IWUSR | stat.S_IXUSR)
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from orchestrator.fs import temp_sibling, write_atomic
 from orchestrator.memo.file_reads import note_stat

@@ -6,8 +6,9 @@ import contextlib
 import os
 import signal
 import subprocess
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO, Mapping, Sequence
+from typing import IO
 
 # Stops the build when our end of its stdin closes without "done": that is, when this process
 # dies, even by SIGKILL (the kernel closes the pipe for us). First SIGTERM to the step's leader:

@@ -190,7 +190,7 @@ class DapClient:
             self._log.close()
             self._log = None
 
-    def __enter__(self) -> "DapClient":
+    def __enter__(self) -> DapClient:
         return self
 
     def __exit__(self, *exc: object) -> None:

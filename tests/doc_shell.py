@@ -36,4 +36,4 @@ def run_lines(project: Path, setup: list[str], lines: list[str], env: dict[str, 
     ran = re.findall(r">>> line (\d+)", res.stdout)
     return DocRun(res.returncode, res.stdout, res.stdout + res.stderr,
                   lines[int(ran[-1])] if ran else "set-up",
-                  dict(zip(lines, re.split(r">>> line \d+\n", res.stdout)[1:])))
+                  dict(zip(lines, re.split(r">>> line \d+\n", res.stdout)[1:], strict=False)))

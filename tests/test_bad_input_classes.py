@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
-from packaging.version import InvalidVersion, Version
-
 from conftest import copy_project
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from packaging.version import InvalidVersion, Version
 from test_bad_input_generated import DEMO, doit_in_process, snapshot, toml_str
 
 REPO = Path(__file__).resolve().parents[1]

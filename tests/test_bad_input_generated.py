@@ -13,12 +13,11 @@ import io
 import json
 import os
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import pytest
-
 from conftest import copy_project, run_doit
 
 SEED = 15
@@ -289,7 +288,8 @@ def nightly_cases() -> list[Case]:
                        ("unknown", 'x = 1\n[[matrix]]\nrecipe = "demo"\nvariants = ["r"]\n'),
                        ("fail-on-unknown", 'fail_on = ["abi", "weather"]\n' + base.format(s='"true"')),
                        ("targets-bad", base.format(s='"true"') + 'targets = ["c10; rm -rf /"]\n'),
-                       ("buildbot-tag", base.format(s='"true"') + '[buildbot]\nworkers = [{name = "w", tags = ["tpu"]}]\n')]:
+                       ("buildbot-tag", base.format(s='"true"')
+                        + '[buildbot]\nworkers = [{name = "w", tags = ["tpu"]}]\n')]:
         night(name, text)
     cases.append(Case("nightly:missing", ["nightly", "config=/nonexistent.toml"]))
     cases.append(Case("nightly:dir", ["nightly", "config=/"]))

@@ -147,7 +147,7 @@ def test_bad_input_of_run_and_a_missing_command(cmd) -> None:
                  ("bench", "variants=release,relwithdebinfo")):
         res = cmd(*args)
         assert res.returncode == 2, (args, res.output)
-        assert len([l for l in res.output.splitlines() if l.startswith("error:")]) == 1
+        assert len([ln for ln in res.output.splitlines() if ln.startswith("error:")]) == 1
 
 
 def test_a_command_failing_in_one_variant_is_exit_1_naming_it(doit, cmd, tmp_path) -> None:

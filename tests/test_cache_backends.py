@@ -18,12 +18,11 @@ from nginx_server import PASSWORD, TOKEN, USER, NginxServer, free_port  # noqa: 
 
 from orchestrator.cache.backend import blob_key  # noqa: E402
 from orchestrator.cache.backends import open_backend  # noqa: E402
-from orchestrator.cache.cache_toml import CacheConfig, Credentials, load_config  # noqa: E402
-from orchestrator.cache.errors import CacheError  # noqa: E402
-from orchestrator.cache.signing import (SecretKey, TrustedKeys, load_signing_key,  # noqa: E402
-                                        write_key_pair)
 from orchestrator.cache.blob_download import download_blobs  # noqa: E402
 from orchestrator.cache.blob_upload import upload_blobs  # noqa: E402
+from orchestrator.cache.cache_toml import CacheConfig, Credentials, load_config  # noqa: E402
+from orchestrator.cache.errors import CacheError  # noqa: E402
+from orchestrator.cache.signing import SecretKey, TrustedKeys, load_signing_key, write_key_pair  # noqa: E402
 from orchestrator.cache.transfer import TransferStats  # noqa: E402
 from orchestrator.errors import UserError  # noqa: E402
 
@@ -71,7 +70,7 @@ def test_blobs_stream_up_and_down_with_head_first(backend_url: str, tmp_path: Pa
     out.mkdir()
     down = TransferStats()
     download_blobs(b, [(sha, size, out / p.name) for sha, size, p in blobs], 3, "pull", down)
-    for sha, size, p in blobs:
+    for _, _, p in blobs:
         assert (out / p.name).read_bytes() == p.read_bytes()
     assert down.blobs_downloaded == 3 and down.bytes_written == len(big) + 6
     assert down.bytes_downloaded == up.bytes_uploaded

@@ -12,15 +12,16 @@ import struct
 import subprocess
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 import zstandard
 
 sys.path.insert(0, str(Path(__file__).parent / "nginx"))
 sys.path.insert(0, str(Path(__file__).parent / "oci"))
+from conftest import make_store  # noqa: E402
 from nginx_fixtures import nginx  # noqa: E402,F401  (fixture)
 from nginx_server import PASSWORD, USER, NginxServer, free_port  # noqa: E402
 from registry_fixtures import token_registry  # noqa: E402,F401  (fixture)
@@ -28,7 +29,6 @@ from registry_server import PASSWORD as OCI_PASSWORD  # noqa: E402
 from registry_server import USER as OCI_USER  # noqa: E402
 from registry_server import RegistryServer  # noqa: E402
 
-from conftest import make_store  # noqa: E402
 from orchestrator.cache.signing import SecretKey  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

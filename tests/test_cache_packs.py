@@ -14,8 +14,8 @@ import random
 import re
 import sys
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 
@@ -34,8 +34,7 @@ from orchestrator.cache.push import push_many  # noqa: E402
 from orchestrator.cache.signing import SecretKey  # noqa: E402
 from orchestrator.cache.transfer import TransferStats  # noqa: E402
 from orchestrator.hashing import digest_of  # noqa: E402
-from orchestrator.model.cache_record import (MAX_PACKED_FILE, PACKED_FORMAT,  # noqa: E402
-                                             RECORD_FORMAT, CacheRecord)
+from orchestrator.model.cache_record import MAX_PACKED_FILE, PACKED_FORMAT, RECORD_FORMAT, CacheRecord  # noqa: E402
 from orchestrator.model.manifest import Manifest  # noqa: E402
 from orchestrator.store.artifacts import Store  # noqa: E402
 

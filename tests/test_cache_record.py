@@ -7,8 +7,7 @@ import pytest
 
 from orchestrator.cache.pack_upload import PACK_FILE_MAX, PACK_LIMIT, group_small
 from orchestrator.hashing import digest_of
-from orchestrator.model.cache_record import (PACKED_FORMAT, RECORD_FORMAT, CacheRecord, escapes,
-                                             path_problem)
+from orchestrator.model.cache_record import PACKED_FORMAT, RECORD_FORMAT, CacheRecord, escapes, path_problem
 from orchestrator.model.manifest import FileEntry, Manifest
 
 SHA = "a" * 64

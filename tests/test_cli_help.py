@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.config import cli_vars
 from orchestrator.cli import tasks
+from orchestrator.config import cli_vars
 from tests.conftest import copy_project, run_doit
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.plan.artifact_ref import find_stored, resolve_id
 from orchestrator.bot.runs import push_of
 from orchestrator.config.cli_vars import BOOLEANS, VARS
+from orchestrator.config.settings import Settings, parse_bool
 from orchestrator.errors import UserError
 from orchestrator.model.nightly import MatrixEntry, NightlyConfig
-from orchestrator.config.settings import Settings, parse_bool
+from orchestrator.plan.artifact_ref import find_stored, resolve_id
 from orchestrator.store.artifacts import Store
 
 REPO = Path(__file__).resolve().parents[1]

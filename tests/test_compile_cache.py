@@ -16,10 +16,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "nginx"))
+from conftest import DoitResult, make_store  # noqa: E402
 from nginx_fixtures import nginx  # noqa: E402,F401  (fixture)
 from nginx_server import PASSWORD, USER, NginxServer, free_port  # noqa: E402
-
-from conftest import DoitResult, make_store  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SUMMARY = re.compile(r"compile cache: (\d+) hit\(s\), (\d+) miss\(es\)")

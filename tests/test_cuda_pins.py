@@ -22,8 +22,8 @@ from orchestrator.errors import UserError
 from orchestrator.hashing import StatCache, sha256_file
 from orchestrator.lock.files import load_lock
 from orchestrator.lock.probe import probe_compiler
-from orchestrator.toolchain.machine_check import check_machine
 from orchestrator.model.lock import CompilerEntry, Lock
+from orchestrator.toolchain.machine_check import check_machine
 
 REPO = Path(__file__).resolve().parents[1]
 TOOLKIT = ("cicc", "ptxas", "fatbinary", "nvlink", "cudafe++", "nvcc.profile", "libdevice",

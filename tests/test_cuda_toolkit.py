@@ -15,10 +15,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, DoitResult, copy_project, make_store, run_doit
-from orchestrator.toolchain.cuda_toolkit import check_architectures
+
 from orchestrator.errors import UserError
+from orchestrator.toolchain.cuda_toolkit import check_architectures
 
 SUMMARY = re.compile(r"compile cache: (\d+) hit\(s\), (\d+) miss\(es\)")
 BUILT = re.compile(r"cudademo relwithdebinfo ([0-9a-f]{40}): (built|present)")

@@ -14,17 +14,17 @@ import socket
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 import zstandard
 
 from orchestrator.cache.backend import blob_key, record_key
 from orchestrator.cache.backends import open_backend
+from orchestrator.cache.blob_download import download_blobs
 from orchestrator.cache.cache_toml import CacheConfig
 from orchestrator.cache.errors import CacheError
-from orchestrator.cache.blob_download import download_blobs
 from orchestrator.cache.transfer import TransferStats
 
 REPO = Path(__file__).resolve().parents[1]

@@ -204,7 +204,7 @@ def test_frame_walker_on_bad_memory_says_invalid_and_ends() -> None:
     for _ in range(200):
         blob = bytes(rng.getrandbits(8) for _ in range(4096))
 
-        def read(addr: int, size: int) -> bytes:
+        def read(addr: int, size: int, blob: bytes = blob) -> bytes:
             off = addr % 4000
             return (blob[off:off + size] + bytes(size))[:size]
         try:

@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 from conftest import copy_project, make_store, run_doit
-from dap_client import (DapClient, env_list_to_dict, run_to_exit, stop_at_line,
-                        stop_in_function)
+from dap_client import DapClient, env_list_to_dict, run_to_exit, stop_at_line, stop_in_function
 
 from orchestrator.ide.variables import resolve_variables
 

@@ -187,7 +187,7 @@ def test_printers_on_freed_or_corrupt_memory_say_invalid_and_end() -> None:
     for _ in range(300):
         blob = bytes(rng.getrandbits(8) for _ in range(2048))
 
-        def read(addr: int, size: int) -> bytes:
+        def read(addr: int, size: int, blob: bytes = blob) -> bytes:
             if size > 1 << 16:
                 raise tt.Invalid("too big")
             off = addr % 2000

@@ -37,8 +37,8 @@ def test_debugging_doc_commands_run_as_written(tmp_path: Path, session_toolchain
     assert res.returncode == 0, f"docs/debugging.md line failed: {res.failed_line}\n{out[-5000:]}"
     output_of = res.output_of
 
-    two = "docs/examples/two_levels.py"
-    for tool in (".orch/bin/lldb -b -S .lldbinit -o 'breakpoint set -n demo", ".orch/bin/gdb -batch -nx -x .gdbinit -ex 'break demo"):
+    for tool in (".orch/bin/lldb -b -S .lldbinit -o 'breakpoint set -n demo",
+                 ".orch/bin/gdb -batch -nx -x .gdbinit -ex 'break demo"):
         text = output_of(tool)
         py = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("Python ")]
         assert [p.split("/")[-1] for p in py[-3:]] == [

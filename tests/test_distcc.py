@@ -9,14 +9,13 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-
 from conftest import make_store
-from test_compile_cache import DEMO_OBJECTS, base_env, checkout, doit, files_of
 from nginx_server import free_port
+from test_compile_cache import DEMO_OBJECTS, base_env, checkout, doit, files_of
 
 DISTCCD = shutil.which("distccd") or "/usr/bin/distccd"
 pytestmark = pytest.mark.skipif(not Path(DISTCCD).exists() or shutil.which("distcc") is None,
@@ -29,7 +28,7 @@ class Distccd:
         self.log = root / "distccd.log"
         self.proc: subprocess.Popen | None = None
 
-    def start(self) -> "Distccd":
+    def start(self) -> Distccd:
         # --log-stderr: as root distccd drops to the distcc user, which cannot write our files
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(

@@ -7,12 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.fs import (TEMP_RE, atomic_symlink, atomic_writer, is_stale_temp, temp_in,
-                             temp_owner, temp_sibling, write_atomic)
+from orchestrator.fs import (
+    TEMP_RE,
+    atomic_symlink,
+    atomic_writer,
+    is_stale_temp,
+    temp_in,
+    temp_owner,
+    temp_sibling,
+    write_atomic,
+)
 from orchestrator.hashing import StatCache, pretty_json
 from orchestrator.store.artifacts import Store
-from orchestrator.workspace.profiles import Workspace
 from orchestrator.workspace.links import apply_links
+from orchestrator.workspace.profiles import Workspace
 
 DEAD = 999999999
 

@@ -12,13 +12,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
+from conftest import run_doit
 from filelock import FileLock, Timeout
 
-from conftest import run_doit
 from orchestrator.memo import head_start
 from orchestrator.memo.file_reads import stat_sig
 from orchestrator.model.store_layout import StorePaths

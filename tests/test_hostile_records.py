@@ -13,8 +13,8 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 import zstandard
@@ -29,16 +29,16 @@ from registry_server import RegistryServer  # noqa: E402
 from orchestrator.cache import substitute  # noqa: E402
 from orchestrator.cache.backend import blob_key, record_key  # noqa: E402
 from orchestrator.cache.backends import open_backend  # noqa: E402
+from orchestrator.cache.blob_upload import upload_blobs  # noqa: E402
 from orchestrator.cache.cache_toml import CacheConfig, Credentials  # noqa: E402
 from orchestrator.cache.errors import CacheError  # noqa: E402
 from orchestrator.cache.pull import pull  # noqa: E402
 from orchestrator.cache.signing import SecretKey  # noqa: E402
-from orchestrator.cache.blob_upload import upload_blobs  # noqa: E402
 from orchestrator.cache.transfer import TransferStats  # noqa: E402
+from orchestrator.config.settings import Settings  # noqa: E402
 from orchestrator.hashing import digest_of  # noqa: E402
 from orchestrator.model.cache_record import CacheRecord  # noqa: E402
 from orchestrator.model.manifest import Manifest  # noqa: E402
-from orchestrator.config.settings import Settings  # noqa: E402
 from orchestrator.store.artifacts import Store  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -115,7 +115,8 @@ CASES: dict[str, tuple[Callable[[Doc], None], str]] = {
     "variant-empty": (lambda d: _rename(d, variant=""), "variant name"),
     "deep-derivation": (_nested, "nested deeper"),
 }
-RAW_CASES = {"truncated-blob": "content hash mismatch", "not-json": "not valid JSON",  # (the blob: whole zstd of half the content)
+# truncated-blob: the blob is the whole zstd of half the content
+RAW_CASES = {"truncated-blob": "content hash mismatch", "not-json": "not valid JSON",
              "deep-json": "not valid JSON"}
 
 

@@ -5,10 +5,10 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import copy_project
-from orchestrator.plan.derivation import make_plan
+
 from orchestrator.config.settings import Settings
+from orchestrator.plan.derivation import make_plan
 from orchestrator.store.artifacts import Store
 
 

@@ -18,7 +18,9 @@ double unnamed_two(double, int) { return 2.0; }
 long unnamed_three(long, long, int) { return 3; }
 }
 """
-NAMED = UNNAMED.replace("long unnamed_three", "int named(int count, double scale) { return int(count * scale) + 7; }\nlong unnamed_three")
+NAMED = UNNAMED.replace(
+    "long unnamed_three",
+    "int named(int count, double scale) { return int(count * scale) + 7; }\nlong unnamed_three")
 
 
 def build(tmp: Path, name: str, text: str, *flags: str) -> Path:

@@ -96,6 +96,7 @@ def test_compiler_drift_is_named(project, store):
 def test_conda_lock_file_entries_slot_in(project):
     """A conda-lock file (read with conda-lock's own models) becomes kind=conda entries."""
     import shutil
+
     from conftest import REPO
     shutil.copy(REPO / "tests/fixtures/conda-lock.yml", project / "locks/conda-lock.yml")
     (project / "locks/condaenv.toml").write_text(

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.toolchain import machine_check
 from orchestrator.errors import UserError
 from orchestrator.hashing import StatCache
 from orchestrator.lock.probe import probe_python
 from orchestrator.lock.probe_cache import ProbeCache
-from orchestrator.toolchain.machine_check import check_interpreter, check_machine
 from orchestrator.model.lock import Lock
+from orchestrator.toolchain import machine_check
+from orchestrator.toolchain.machine_check import check_interpreter, check_machine
 
 
 @pytest.fixture

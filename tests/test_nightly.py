@@ -14,7 +14,6 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
-
 from conftest import DoitResult, copy_project, make_store, run_doit
 
 CONFIG = """

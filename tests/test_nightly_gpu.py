@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from conftest import make_store, run_doit
+
 from orchestrator.bot.cell import gpu_visible
 
 CONFIG = """

@@ -155,7 +155,8 @@ def test_three_nights_states_links_and_html_in_chromium(project, store, tmp_path
     # The entry's targets reach the build as `doit build targets=` would: the same planned id.
     plan = run_doit(project, "plan", "recipe=demo", "variant=broken", "targets=demo_core", "format=json",
                     f"store={store}")
-    assert broken["targets"] == ["demo_core"] and f"failed-{json.loads(plan.stdout)['id']}-demo-broken" in broken["error"]
+    failed = f"failed-{json.loads(plan.stdout)['id']}-demo-broken"
+    assert broken["targets"] == ["demo_core"] and failed in broken["error"]
     md = (reports / "index.md").read_text()
     assert "REGRESSION: lib/libdemo_core.so: exported symbol removed: demo::nightly_probe(int)" in md
     assert "| ⚠ | demo/release | ABI regression |" in md

@@ -3,8 +3,8 @@ phase with its time and a total, no blank lines when piped, tables as wide as th
 from __future__ import annotations
 
 import io
-import time
 import re
+import time
 
 from rich.console import Console
 

@@ -7,8 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-
-from conftest import DoitResult, copy_project, make_store
 from test_setuptools_builder import Env, assert_bad_input
 
 SO = "prefix/python/skbext/_core.cpython-311-x86_64-linux-gnu.so"

@@ -8,17 +8,16 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
-
 from conftest import DoitResult, run_doit
+
 from orchestrator.cli import fast_path
-from orchestrator.memo import plan_memo
-from orchestrator.memo import file_reads
 from orchestrator.hashing import StatCache
 from orchestrator.lock.probe_cache import ProbeCache
+from orchestrator.memo import file_reads, plan_memo
 
 # Runs doit in this process, as the command line does (its exit status in `code`).
 RUN_DOIT = """

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 from conftest import make_store
+
 from orchestrator.realise.explain import Change, derivation_diff
 
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from conftest import REPO
+
 from orchestrator.sources.archives import ARCHIVES_ENV, USER_ARCHIVES
 from orchestrator.sources.prefetch import pinned_archives
 

@@ -17,7 +17,6 @@ import tarfile
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, copy_project, run_doit
 
 MINI = REPO / "recipes" / "pytorch" / "minitorch"

@@ -15,10 +15,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import REPO, copy_project, run_doit
 from elftools.elf.elffile import ELFFile
 from filelock import FileLock
 
-from conftest import REPO, copy_project, run_doit
 from orchestrator.model.recipe import load_recipe
 from orchestrator.sources.archives import obtain_archive
 from orchestrator.store.artifacts import Store

@@ -16,13 +16,11 @@ import tarfile
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, copy_project, run_doit
-from orchestrator.builders.cxx_standard import (PROBE_KEPT, check_standard, reported_cplusplus,
-                                               required_standard)
+
+from orchestrator.builders.cxx_standard import PROBE_KEPT, check_standard, reported_cplusplus, required_standard
 from orchestrator.errors import UserError
-from orchestrator.sources.skbuild_settings import (SKBUILD_VERSION, apply_overrides, define_text,
-                                                  read_skbuild)
+from orchestrator.sources.skbuild_settings import SKBUILD_VERSION, apply_overrides, define_text, read_skbuild
 
 MINI = REPO / "recipes" / "pytorch" / "minitorch214"
 RECIPE = """

@@ -13,10 +13,10 @@ from orchestrator.builders import pytorch_defines
 from orchestrator.builders.pytorch_defines import build_type_from_env, defines_from_env
 from orchestrator.errors import UserError
 from orchestrator.lock.files import load_lock
-from orchestrator.toolchain.machine_check import check_machine
 from orchestrator.model.lock import Lock, SystemPackageEntry
 from orchestrator.model.recipe import load_recipe
 from orchestrator.sources.tree_version import detect_driver
+from orchestrator.toolchain.machine_check import check_machine
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -3,7 +3,6 @@ no-op build's and the switch's path): the same answer as the model, and None, ne
 traceback, for a manifest that lacks it or is not what a commit writes."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest

@@ -12,7 +12,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import DoitResult, copy_project, make_store, run_doit
 
 RECIPE = """description = "cext, with what it imports at run time"

@@ -9,9 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import DoitResult, copy_project, make_store, run_doit
-
 
 WORKSPACE_VERBS = ("verify", "switch", "rollback", "status", "gc", "vscode")
 

@@ -11,7 +11,6 @@ import tarfile
 from pathlib import Path
 
 import pytest
-
 from conftest import run_doit
 from test_setuptools_builder import Env, assert_bad_input
 

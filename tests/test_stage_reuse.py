@@ -10,16 +10,16 @@ from types import SimpleNamespace
 import pytest
 
 from orchestrator import hashing
-from orchestrator.realise import build_step
-from orchestrator.store import artifacts as store_module
 from orchestrator.builders import context, install_map
 from orchestrator.builders.pytorch_meta import link_compile_commands_into_meta
+from orchestrator.config.settings import Settings
 from orchestrator.hashing import sha256_file
 from orchestrator.memo.file_reads import stat_sig
+from orchestrator.realise import build_step
 from orchestrator.realise.pipeline import realise
-from orchestrator.config.settings import Settings
-from orchestrator.store.stage_record import STAGE_RECORD
+from orchestrator.store import artifacts as store_module
 from orchestrator.store.artifacts import Store
+from orchestrator.store.stage_record import STAGE_RECORD
 from orchestrator.verify import cache as verify_cache
 
 UNCHANGED = ["prefix/lib/libdemo_core.so", "prefix/include/demo/core.h",

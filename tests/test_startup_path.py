@@ -17,8 +17,8 @@ from orchestrator.hashing import StatCache
 from orchestrator.lock import probe
 from orchestrator.lock.probe import DPKG_STATUS, probe_compiler, probe_syspkg
 from orchestrator.lock.probe_cache import ProbeCache
-from orchestrator.toolchain.machine_check import check_machine
 from orchestrator.model.lock import Lock
+from orchestrator.toolchain.machine_check import check_machine
 
 
 def test_an_answer_is_remembered_until_its_file_changes(tmp_path: Path) -> None:
@@ -132,8 +132,8 @@ def test_the_caches_never_reach_the_artifact_id(project: Path, tmp_path: Path) -
     """A plan with cold caches and one with every answer remembered give the same id; the
     derivation's inputs are the lock's digests, never what a probe printed."""
     from orchestrator.lock.files import load_lock
-    from orchestrator.plan.derivation import used_keys
     from orchestrator.model.recipe import load_recipe
+    from orchestrator.plan.derivation import used_keys
 
     store = tmp_path / "store"
     cold = plan_json(project, store)

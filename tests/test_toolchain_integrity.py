@@ -15,18 +15,24 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import copy_project
 
-from orchestrator.store import tree_manifest
 from orchestrator.builders.process import run_logged
 from orchestrator.errors import UserError
 from orchestrator.lock.files import load_lock, save_lock
 from orchestrator.lock.resolve import resolve_lock
-from orchestrator.toolchain.machine_check import check_machine
 from orchestrator.model.lock import CompilerEntry
+from orchestrator.store import tree_manifest
 from orchestrator.store.artifacts import Store
-from orchestrator.toolchain.materialize import (FILES_MANIFEST, TOOLCHAIN_JSON, check_toolchain, ensure_toolchain,
-                                    linked_toolchain, toolchain_hash)
-from conftest import copy_project
+from orchestrator.toolchain.machine_check import check_machine
+from orchestrator.toolchain.materialize import (
+    FILES_MANIFEST,
+    TOOLCHAIN_JSON,
+    check_toolchain,
+    ensure_toolchain,
+    linked_toolchain,
+    toolchain_hash,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 MINI_SPEC = '[python]\ninterpreter = "/usr/bin/python3"\n'

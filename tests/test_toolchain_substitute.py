@@ -19,8 +19,6 @@ sys.path.insert(0, str(Path(__file__).parent / "oci"))
 from registry_fixtures import registry  # noqa: E402,F401  (fixture)
 from registry_server import RegistryServer  # noqa: E402
 
-from orchestrator.toolchain import materialize as tc
-from orchestrator.store import tree_manifest
 from orchestrator.cache.cache_toml import load_config
 from orchestrator.cache.errors import CacheError
 from orchestrator.cache.signing import SecretKey
@@ -29,7 +27,9 @@ from orchestrator.cache.toolchain_push import push_toolchain
 from orchestrator.cache.toolchain_record import toolchain_record_key
 from orchestrator.hashing import pretty_json
 from orchestrator.lock.files import load_lock
+from orchestrator.store import tree_manifest
 from orchestrator.store.artifacts import Store
+from orchestrator.toolchain import materialize as tc
 
 REPO = Path(__file__).resolve().parents[1]
 

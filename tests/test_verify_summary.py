@@ -9,12 +9,12 @@ import dataclasses
 
 import pytest
 from pydantic import ValidationError
+from test_verify_elf import _cfg, cc
 
 from orchestrator.model.recipe import Recipe
 from orchestrator.model.verify_rules import IgnoreRule, VerifyRules
 from orchestrator.verify.engine import verify_tree
 from orchestrator.verify.report import FIRST_FINDINGS, VerifyReport
-from test_verify_elf import _cfg, cc
 
 COPIES = 12
 

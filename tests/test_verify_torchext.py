@@ -8,7 +8,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from conftest import DoitResult, copy_project, make_store, run_doit
 
 

@@ -5,10 +5,8 @@ the build did not choose is on its PATH."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
-
 from test_setuptools_builder import Env
 
 SUMMARY = re.compile(r"compile cache: (\d+) hit\(s\), (\d+) miss\(es\)")

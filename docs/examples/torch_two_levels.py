@@ -1,6 +1,6 @@
 """docs/debugging.md's example: torchext::scaled_add (C++) from two Python functions."""
 import torch
-import torchext
+import torchext  # noqa: F401 - loads the extension: torch.ops.torchext.scaled_add below
 
 
 def inner(a, b):

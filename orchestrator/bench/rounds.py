@@ -11,8 +11,8 @@ import os
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from orchestrator.errors import CheckFailed, UserError
 

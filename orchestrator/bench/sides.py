@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.plan.artifact_ref import find_stored
+from orchestrator.config.settings import Settings
 from orchestrator.errors import UserError
 from orchestrator.model.recipe import RUNTIME_SITE, path_outputs
+from orchestrator.plan.artifact_ref import find_stored
 from orchestrator.plan.derivation import make_plan
 from orchestrator.realise.pipeline import Realised, realise
-from orchestrator.config.settings import Settings
 from orchestrator.store.artifacts import Store
 from orchestrator.toolchain.materialize import ensure_toolchain
 

@@ -94,7 +94,7 @@ def demangle(names: list[str]) -> dict[str, str]:
     out = proc.stdout.splitlines() if proc.returncode == 0 else []
     if len(out) != len(names):
         return {n: n for n in names}
-    return {n: d + (f"@{b[1]}" if len(b) > 1 else "") for n, d, b in zip(names, out, bare)}
+    return {n: d + (f"@{b[1]}" if len(b) > 1 else "") for n, d, b in zip(names, out, bare, strict=False)}
 
 
 def diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.bot.matrix import Cell, config_path
+from orchestrator.config.settings import Settings
 from orchestrator.errors import UserError
 from orchestrator.fs import write_atomic
 from orchestrator.model.nightly import BuildbotConfig, NightlyConfig
-from orchestrator.config.settings import Settings
 
 PASSWORD_ENV = "ORCH_BUILDBOT_WORKER_PASSWORD"
 COORDINATOR = "nightly"

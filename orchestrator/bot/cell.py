@@ -16,19 +16,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from orchestrator.workspace.activate import activate
 from orchestrator.bot.abi_diff import highest_glibc, store_summary
 from orchestrator.bot.matrix import Cell, cell_path
 from orchestrator.bot.provenance import host, repo_state
 from orchestrator.builders.process import BuildFailed
+from orchestrator.config.settings import Settings
 from orchestrator.errors import CheckFailed, UserError
 from orchestrator.fs import write_atomic
 from orchestrator.hashing import pretty_json
 from orchestrator.model.nightly import MatrixEntry
 from orchestrator.model.recipe import load_recipe
 from orchestrator.realise.pipeline import realise
-from orchestrator.config.settings import Settings
 from orchestrator.store.artifacts import Store
+from orchestrator.workspace.activate import activate
 from orchestrator.workspace.profiles import Workspace
 
 TAIL_LINES = 25
@@ -102,7 +102,7 @@ def run_cell(settings: Settings, store: Store, reports: Path, cell: Cell, entry:
     t0 = time.monotonic()
     result: dict[str, Any] = {"recipe": cell.recipe, "variant": cell.variant, "cell": cell.name,
                               "requires_gpu": cell.requires_gpu, "status": "ok",
-                              "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                              "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                               "host": host(), "repo": repo_state(settings.repo_root)}
     if entry.targets:  # a partial build, as `doit build targets=...`
         settings = replace(settings, vars={**settings.vars, "targets": ",".join(entry.targets)})

@@ -13,11 +13,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from orchestrator.config.settings import Settings
 from orchestrator.errors import UserError
 from orchestrator.model.nightly import MatrixEntry, NightlyConfig
 from orchestrator.model.recipe import load_recipe
 from orchestrator.model.user_file import read_toml
-from orchestrator.config.settings import Settings
 
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 

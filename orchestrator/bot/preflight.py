@@ -9,8 +9,8 @@ import socket
 import time
 
 from orchestrator.bot.matrix import Cell
-from orchestrator.errors import UserError
 from orchestrator.config.settings import Settings
+from orchestrator.errors import UserError
 
 WORKER_TAGS_ENV = "ORCH_NIGHTLY_WORKER_TAGS"
 PROBE_KEY = "checks/nightly-preflight"

@@ -18,8 +18,16 @@ from typing import Any
 from orchestrator.bench.trend import add_perf, perf_line
 from orchestrator.bot import abi_diff
 from orchestrator.bot.matrix import Cell, cell_path
-from orchestrator.bot.states import (MARKS, WORDS, cell_state, fails_night, human_seconds, human_size,
-                                     mark_gpu_history, night_times)
+from orchestrator.bot.states import (
+    MARKS,
+    WORDS,
+    cell_state,
+    fails_night,
+    human_seconds,
+    human_size,
+    mark_gpu_history,
+    night_times,
+)
 from orchestrator.fs import write_atomic
 from orchestrator.hashing import pretty_json
 from orchestrator.model.store_layout import MANIFEST_NAME
@@ -119,7 +127,7 @@ def merge(reports: Path, run: str, cells: list[Cell], history_len: int,
     repo = next((c["repo"] for c in results if c.get("repo")), None)
     merged = {"run": run, **times, "repo": repo,
               "hosts": sorted({c["host"] for c in results if c.get("host")}),
-              "merged": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+              "merged": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
               "fail_on": list(fail_on), "ok": not any(fails_night(c, fail_on) for c in results),
               "counts": counts, "cells": results}
     write_atomic(reports / f"nightly-{run}.json", pretty_json(merged))

@@ -67,7 +67,7 @@ def _svg_plot(title: str, ylabel: str, labels: list[str], series: dict[str, list
         ax = fig.add_subplot()
         xs = list(range(len(labels)))
         for name, ys in sorted(series.items()):
-            pts = [(x, y) for x, y in zip(xs, ys) if y is not None]
+            pts = [(x, y) for x, y in zip(xs, ys, strict=False) if y is not None]
             if pts:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
         ax.set_title(title)
@@ -92,8 +92,10 @@ def _plots(history: list[dict[str, Any]]) -> str:
     size = {n: [(r[n]["size"] / 2**20 if r.get(n, {}).get("size") else None) for r in by_run]
             for n in names}
     return ("<div class=plots>"
-            f"<div class='plot' id='plot-cell-time'>{_svg_plot('Cell wall time per night', 'seconds', labels, wall)}</div>"
-            f"<div class='plot' id='plot-build-time'>{_svg_plot('Build time (nights that built)', 'seconds', labels, built)}</div>"
+            f"<div class='plot' id='plot-cell-time'>"
+            f"{_svg_plot('Cell wall time per night', 'seconds', labels, wall)}</div>"
+            f"<div class='plot' id='plot-build-time'>"
+            f"{_svg_plot('Build time (nights that built)', 'seconds', labels, built)}</div>"
             f"<div class='plot' id='plot-size'>{_svg_plot('Artifact size per cell', 'MiB', labels, size)}</div>"
             + _bench_plot(labels, names, by_run) + "</div>")
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from orchestrator.bot.cell import tail, write_cell
 from orchestrator.bot.matrix import Cell, cell_path, config_path
+from orchestrator.config.settings import Settings
 from orchestrator.errors import UserError
 from orchestrator.model.nightly import NightlyConfig
-from orchestrator.config.settings import Settings
 from orchestrator.store.artifacts import Store
 
 # Variables a local run hands on to its cell processes (the rest are the run's own).
@@ -28,7 +28,7 @@ def push_of(settings: Settings, config: NightlyConfig) -> bool:
 
 
 def new_run_id(reports: Path) -> str:
-    base = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    base = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     run, n = base, 1
     while (reports / "runs" / run).exists():
         n += 1

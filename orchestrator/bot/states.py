@@ -9,7 +9,8 @@ missing ? (no result).
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 MARKS = {"ok": "✓", "abi": "⚠", "failed": "✗", "push": "⇡", "skipped": "–", "nogpu": "∅",
          "missing": "?"}

@@ -5,7 +5,6 @@ from __future__ import annotations
 from orchestrator.builders.cmake_steps import collect_meta, compile_, configure, install
 from orchestrator.builders.context import BuildContext
 
-
 # CMake's install rewrites a build-tree RPATH in place, leaving .dynstr sized by the build
 # tree's path: linking with the install RPATH keeps a build at another path byte-identical
 # (check=1). The recipe's own defines still win.

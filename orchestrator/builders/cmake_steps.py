@@ -6,8 +6,6 @@ import json
 import os
 from pathlib import Path
 
-from orchestrator.toolchain import cuda_toolkit
-from orchestrator.memo import head_start
 from orchestrator.builders import cmake_file_api, source_mtimes
 from orchestrator.builders.compile_cache.source_link import source_link, source_link_flags
 from orchestrator.builders.compile_cache.stats import STATS_LOG
@@ -15,7 +13,9 @@ from orchestrator.builders.context import BuildContext
 from orchestrator.builders.process import NINJA_STATUS, run_logged
 from orchestrator.console import console
 from orchestrator.hashing import digest_of
+from orchestrator.memo import head_start
 from orchestrator.model.store_layout import TOOLCHAIN_JSON
+from orchestrator.toolchain import cuda_toolkit
 
 CONFIGURE_STAMP = ".orch-configure.json"
 

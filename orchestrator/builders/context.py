@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 from orchestrator.builders.compile_cache.kind import OFF, CompileCache
 from orchestrator.model.logical_paths import LOGICAL_BUILD_ROOT, LOGICAL_SRC_ROOT

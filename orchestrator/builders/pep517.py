@@ -9,9 +9,18 @@ from orchestrator.builders import source_mtimes
 from orchestrator.builders.cmake_steps import define_value
 from orchestrator.builders.context import BuildContext
 from orchestrator.builders.setuptools import SetuptoolsBuilder
-from orchestrator.builders.wheel import (SETUPTOOLS_BACKENDS, build_wheel, check_requirements,
-                                         copy_prefix_map_flags, copy_source, flags_env,
-                                         offline_env, read_build_system, unpack_wheel, where)
+from orchestrator.builders.wheel import (
+    SETUPTOOLS_BACKENDS,
+    build_wheel,
+    check_requirements,
+    copy_prefix_map_flags,
+    copy_source,
+    flags_env,
+    offline_env,
+    read_build_system,
+    unpack_wheel,
+    where,
+)
 from orchestrator.errors import UserError
 
 SCIKIT_BUILD_CORE = "scikit_build_core.build"

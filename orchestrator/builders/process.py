@@ -6,8 +6,9 @@ import re
 import threading
 import time
 from collections import deque
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from orchestrator.builders.running_edges import running_edges
 from orchestrator.console import build_progress, clip_end, label_width, print_phase

@@ -14,18 +14,21 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from orchestrator.memo import head_start
 from orchestrator.builders.cmake_steps import collect_meta, compile_, configure, install
 from orchestrator.builders.context import BuildContext
 from orchestrator.builders.cxx_standard import check_standard
-from orchestrator.builders.pytorch_defines import (build_env, frontend_of, options_of,
-                                                   python_facts, pytorch_defines)
-from orchestrator.builders.pytorch_install import (build_extensions, copy_python_package,
-                                                   install_targets, target_dirs)
-from orchestrator.builders.pytorch_meta import (cache_value, checkout_links, collect_generated,
-                                                cxx11_abi, link_compile_commands_into_meta)
+from orchestrator.builders.pytorch_defines import build_env, frontend_of, options_of, python_facts, pytorch_defines
+from orchestrator.builders.pytorch_install import build_extensions, copy_python_package, install_targets, target_dirs
+from orchestrator.builders.pytorch_meta import (
+    cache_value,
+    checkout_links,
+    collect_generated,
+    cxx11_abi,
+    link_compile_commands_into_meta,
+)
 from orchestrator.builders.pytorch_source import build_copy_of_source, builds_in_place, source_lock
 from orchestrator.hashing import pretty_json
+from orchestrator.memo import head_start
 from orchestrator.sources.tree_version import detect_driver
 
 

@@ -13,8 +13,8 @@ from orchestrator.builders.compile_cache.source_link import SOURCE_LINK, source_
 from orchestrator.builders.context import BuildContext
 from orchestrator.errors import UserError
 from orchestrator.fs import write_atomic
-from orchestrator.model.pytorch_options import PyTorchOptions
 from orchestrator.memo.file_reads import stat_sig
+from orchestrator.model.pytorch_options import PyTorchOptions
 from orchestrator.sources.skbuild_settings import STATE, SkbuildConfig, read_skbuild, version_in
 from orchestrator.sources.tree_version import read_pyproject, tree_version
 
@@ -196,8 +196,8 @@ def pytorch_defines(ctx: BuildContext, opts: PyTorchOptions, env: dict[str, str]
     defines.update({
         "BUILD_PYTHON": "True",
         "BUILD_TEST": "True" if env_flag(env, "BUILD_TEST") else "False",
-        "USE_NUMPY": "True" if py["numpy_include"] and not env.get("USE_NUMPY", "1").upper()
-        in FALSE_FLAGS else "False",
+        "USE_NUMPY": ("True" if py["numpy_include"] and env.get("USE_NUMPY", "1").upper() not in FALSE_FLAGS
+                      else "False"),
         "PYTHON_EXECUTABLE": str(ctx.toolchain.python),
         "PYTHON_INCLUDE_DIR": py["include"],
         "TORCH_BUILD_VERSION": torch_version(ctx, opts),

@@ -26,7 +26,6 @@ from orchestrator.store.artifacts import Store
 from orchestrator.toolchain.materialize import Toolchain
 
 
-
 def installed(site: Path) -> dict[str, str]:
     """Distribution name (normalized) -> version, from the *.dist-info METADATA under site."""
     from packaging.utils import canonicalize_name

@@ -14,9 +14,18 @@ from __future__ import annotations
 
 from orchestrator.builders.compile_cache.wrappers import compiler_wrappers
 from orchestrator.builders.context import BuildContext
-from orchestrator.builders.wheel import (SETUPTOOLS_BACKENDS, build_wheel, check_requirements,
-                                         copy_prefix_map_flags, copy_source, flags_env,
-                                         offline_env, read_build_system, unpack_wheel, where)
+from orchestrator.builders.wheel import (
+    SETUPTOOLS_BACKENDS,
+    build_wheel,
+    check_requirements,
+    copy_prefix_map_flags,
+    copy_source,
+    flags_env,
+    offline_env,
+    read_build_system,
+    unpack_wheel,
+    where,
+)
 from orchestrator.errors import UserError
 
 # CMake's meaning of each build type, on setuptools' compile lines.

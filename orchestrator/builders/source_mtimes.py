@@ -7,8 +7,8 @@ The tree keeps (SEEN, marshal) the stat and sha256 of every source file as they 
 its last ninja finished, and when that was. A file is touched when its stat (size, mtime,
 inode, ctime: `cp -p` cannot set ctime) differs from the one seen, its mtime is not after the
 end of that build and its content differs; an ordinary edit's mtime is after, and it is left
-alone (so the head start of an edit's build keeps running). A new file with an old mtime is touched too (a header that now
-shadows another). A tree without SEEN (a new one) builds everything anyway.
+alone (so the head start of an edit's build keeps running). A new file with an old mtime is
+touched too (a header that now shadows another). A tree without SEEN (a new one) builds everything anyway.
 """
 from __future__ import annotations
 

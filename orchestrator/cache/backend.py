@@ -10,8 +10,9 @@ Layout below a cache URL (same for http(s) and file://):
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
-from typing import Callable, Iterable, Iterator, Protocol
+from typing import Protocol
 
 CHUNK = 256 << 10          # network and file reads; bigger chunks measured slower (allocation)
 RECORD_LIMIT = 64 << 20

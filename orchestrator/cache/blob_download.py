@@ -10,8 +10,8 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import zstandard
 

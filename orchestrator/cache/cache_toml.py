@@ -18,15 +18,16 @@ import ipaddress
 import os
 import re
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from orchestrator.errors import UserError
-from orchestrator.model.user_file import read_toml
 from orchestrator.memo.file_reads import note_path
+from orchestrator.model.user_file import read_toml
 
 if TYPE_CHECKING:  # nacl: loaded only where keys are used, not by every build's settings
     from orchestrator.cache.signing import TrustedKeys
@@ -130,7 +131,7 @@ class Credentials:
     password: str = ""
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "Credentials":
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Credentials:
         env = os.environ if env is None else env
         return cls(env.get(TOKEN_ENV, ""), env.get(USER_ENV, ""), env.get(PASSWORD_ENV, ""))
 

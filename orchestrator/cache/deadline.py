@@ -39,7 +39,7 @@ class Deadline:
         self._timer.daemon = True
         self._prev: Deadline | None = None
 
-    def __enter__(self) -> "Deadline":
+    def __enter__(self) -> Deadline:
         self._prev = getattr(_active, "deadline", None)
         _active.deadline = self
         self._timer.start()

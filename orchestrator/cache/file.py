@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 from urllib.parse import unquote, urlparse
 
 from orchestrator.cache.backend import CHUNK, RECORD_LIMIT, Body, window

@@ -17,7 +17,7 @@ import contextlib
 import hashlib
 import json
 import threading
-from typing import Iterator
+from collections.abc import Iterator
 
 import requests
 import urllib3
@@ -28,13 +28,27 @@ from orchestrator.cache.deadline import Deadline, blob_deadline
 from orchestrator.cache.errors import CacheError, TransferInterrupted
 from orchestrator.cache.http import PUT_ATTEMPTS, unreachable_reason
 from orchestrator.cache.oci_client import RegistryClient
-from orchestrator.cache.oci_manifest import (CAS_MEDIA, EMPTY_CONFIG, EMPTY_DIGEST, EMPTY_MEDIA,
-                                             KEY_ANNOTATION, LAYER_KEY_RE, MANIFEST_LIMIT,
-                                             OCI_MANIFEST,
-                                             PACK_MEDIA, RECORD_KEY_RE, RECORD_MEDIA,
-                                             TOOLCHAIN_MEDIA, descriptor, manifest_bytes,
-                                             parse_manifest, people_tag, pointer_tag,
-                                             record_tag, referenced_keys)
+from orchestrator.cache.oci_manifest import (
+    CAS_MEDIA,
+    EMPTY_CONFIG,
+    EMPTY_DIGEST,
+    EMPTY_MEDIA,
+    KEY_ANNOTATION,
+    LAYER_KEY_RE,
+    MANIFEST_LIMIT,
+    OCI_MANIFEST,
+    PACK_MEDIA,
+    RECORD_KEY_RE,
+    RECORD_MEDIA,
+    TOOLCHAIN_MEDIA,
+    descriptor,
+    manifest_bytes,
+    parse_manifest,
+    people_tag,
+    pointer_tag,
+    record_tag,
+    referenced_keys,
+)
 from orchestrator.cache.oci_upload import upload_blob
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Callable
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import requests

@@ -9,17 +9,18 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 from rich.markup import escape
 
 from orchestrator.cache.backend import Backend, record_key
 from orchestrator.cache.backends import open_backend
-from orchestrator.cache.pack_download import PackWant, download_contents
 from orchestrator.cache.cache_toml import CacheConfig, load_config
 from orchestrator.cache.errors import CacheError
+from orchestrator.cache.pack_download import PackWant, download_contents
 from orchestrator.cache.signing import TrustedKeys
 from orchestrator.cache.transfer import TransferStats
 from orchestrator.console import console

@@ -10,9 +10,10 @@ import base64
 import binascii
 import os
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from nacl.exceptions import BadSignatureError
 from nacl.signing import SigningKey, VerifyKey
@@ -45,7 +46,7 @@ class PublicKey:
     key: VerifyKey
 
     @classmethod
-    def parse(cls, line: str, where: str = "trusted key") -> "PublicKey":
+    def parse(cls, line: str, where: str = "trusted key") -> PublicKey:
         name, raw = _split(line, where)
         return cls(name, VerifyKey(raw))
 
@@ -59,12 +60,12 @@ class SecretKey:
     key: SigningKey
 
     @classmethod
-    def parse(cls, line: str, where: str = "signing key") -> "SecretKey":
+    def parse(cls, line: str, where: str = "signing key") -> SecretKey:
         name, raw = _split(line, where)
         return cls(name, SigningKey(raw))
 
     @classmethod
-    def generate(cls, name: str) -> "SecretKey":
+    def generate(cls, name: str) -> SecretKey:
         if not NAME_RE.match(name):
             raise UserError(f"key name {name!r}: use letters, digits, '.', '_' or '-' (max 64)")
         return cls(name, SigningKey.generate())

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrator.model.lock import Lock
 from orchestrator.config.settings import Settings
+from orchestrator.model.lock import Lock
 from orchestrator.store.artifacts import Store
 from orchestrator.toolchain.materialize import Substituter
 

@@ -16,7 +16,6 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from orchestrator.store import tree_manifest
 from orchestrator.cache.backend import Backend
 from orchestrator.cache.cache_toml import CacheConfig, load_config
 from orchestrator.cache.errors import CacheError
@@ -28,6 +27,7 @@ from orchestrator.console import console, working
 from orchestrator.fs import remove_tree, temp_in
 from orchestrator.hashing import remember_sha256, sha256_bytes
 from orchestrator.model.lock import Lock, PythonEntry
+from orchestrator.store import tree_manifest
 from orchestrator.store.artifacts import Store
 from orchestrator.toolchain.materialize import FILES_MANIFEST, TOOLCHAIN_JSON, toolchain_hash
 

@@ -13,20 +13,19 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from orchestrator.store import tree_manifest
 from orchestrator.cache.backends import open_backend
 from orchestrator.cache.blob_upload import upload_blobs
 from orchestrator.cache.cache_toml import CacheConfig
 from orchestrator.cache.errors import CacheError
 from orchestrator.cache.signing import SecretKey
-from orchestrator.cache.toolchain_record import (ToolchainRecord, ToolchainSummary,
-                                                 toolchain_record_key)
+from orchestrator.cache.toolchain_record import ToolchainRecord, ToolchainSummary, toolchain_record_key
 from orchestrator.cache.transfer import TransferStats
 from orchestrator.console import working
 from orchestrator.hashing import pretty_json
 from orchestrator.model.cache_record import Signature
 from orchestrator.model.lock import Lock, PythonEntry
 from orchestrator.model.manifest import FileEntry
+from orchestrator.store import tree_manifest
 from orchestrator.toolchain.materialize import FILES_MANIFEST, check_toolchain, toolchain_hash
 
 

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from orchestrator.model.cache_record import (CONTROL_RE, SHA256_RE, Signature, files_problem)
+from orchestrator.model.cache_record import CONTROL_RE, SHA256_RE, Signature, files_problem
 from orchestrator.model.manifest import FileEntry
 from orchestrator.model.process_values import PATH_MAX
 
@@ -63,7 +63,7 @@ class ToolchainRecord(BaseModel):
     signature: Signature | None = None
 
     @model_validator(mode="after")
-    def _consistent(self) -> "ToolchainRecord":
+    def _consistent(self) -> ToolchainRecord:
         if not HASH_RE.match(self.hash) or not SHA256_RE.match(self.lock_digest):
             raise ValueError("hash must be 32 hex and lock_digest 64 hex")
         if self.lock_digest[:32] != self.hash:

@@ -7,9 +7,10 @@ contents in cache/pack_upload.py and cache/pack_download.py.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 T = TypeVar("T")
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import gc
 import importlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from doit import get_var
 from doit.doit_cmd import DoitMain
@@ -26,9 +26,9 @@ from rich.markup import escape
 
 from orchestrator.config import cli_vars
 from orchestrator.config.command_line import DOIT_COMMANDS, cli_argv, split_words
+from orchestrator.config.settings import Settings
 from orchestrator.console import console
 from orchestrator.errors import CheckFailed, UserError, is_no_space, no_space
-from orchestrator.config.settings import Settings
 
 REPO_ROOT: Path = Path.cwd()
 DEP_FILE = ":memory:"  # sqlite3's name for a database that is never written to disk

@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.config.command_line import cli_argv
-from orchestrator.memo.plan_memo import FORMAT, Command, begin, command_of
 from orchestrator.memo.file_reads import offer, stat_sig
-from orchestrator.model.store_layout import MANIFEST_NAME, TOOLCHAIN_JSON
-from orchestrator.model.store_layout import StorePaths
+from orchestrator.memo.plan_memo import FORMAT, Command, begin, command_of
+from orchestrator.model.store_layout import MANIFEST_NAME, TOOLCHAIN_JSON, StorePaths
 
 
 def answer(repo_root: Path) -> None:
@@ -104,8 +103,8 @@ def still_holds(cmd: Command, memo: dict[str, Any]) -> bool:
     if store.stale_temps():
         return False  # the full command cleans them up
     if memo["redo"]:
-        from orchestrator.memo import head_start
         from orchestrator.hashing import StatCache
+        from orchestrator.memo import head_start
 
         # Making the source's identity again costs as much as a small compile (git status on
         # PyTorch's 11k files, or the tree's hash): every other input of the plan holds, so

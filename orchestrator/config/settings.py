@@ -9,6 +9,7 @@ from pathlib import Path
 from orchestrator.config.cli_vars import BOOLEANS, KNOWN
 from orchestrator.errors import UserError
 
+
 def parse_bool(name: str, value: str) -> bool:
     """The one reading of a boolean variable: 1/true/yes/on or 0/false/no/off (any case);
     anything else, the empty value included, is bad input naming the variable."""
@@ -98,7 +99,7 @@ class Settings:
         return parse_bool(name, self.vars[name]) if name in self.vars else default
 
     @classmethod
-    def from_vars(cls, repo_root: Path, variables: dict[str, str]) -> "Settings":
+    def from_vars(cls, repo_root: Path, variables: dict[str, str]) -> Settings:
         if "force" in variables:
             raise UserError("force= is renamed: use commit_failed=1 to commit although verify "
                             "failed, rebuild=1 to build again")

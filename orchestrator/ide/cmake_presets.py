@@ -10,6 +10,7 @@ from typing import Any
 from orchestrator.ide.jsonc import OURS, read_json
 from orchestrator.ide.spec import IdeSpec, presets_binary_dir_for
 
+
 def presets_binary_dir(spec: IdeSpec, variant: str) -> Path:
     return presets_binary_dir_for(spec.workspace, spec.recipe, variant)
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 from orchestrator.builders.cmake_steps import configure_args
 from orchestrator.builders.context import BuildContext
+from orchestrator.config.settings import Settings
 from orchestrator.fs import atomic_symlink
 from orchestrator.ide.spec import IdeSpec, presets_binary_dir_for
 from orchestrator.model.recipe import path_outputs, resolve_variant
 from orchestrator.plan.derivation import Plan, make_plan
 from orchestrator.plan.selection import extra_vars, manifest_selection
-from orchestrator.config.settings import Settings
 from orchestrator.store.artifacts import Store
 from orchestrator.toolchain.materialize import Toolchain, ensure_toolchain
 from orchestrator.workspace.profiles import Workspace

@@ -7,18 +7,23 @@ from typing import TYPE_CHECKING
 
 from orchestrator.fs import write_atomic
 from orchestrator.ide.cmake_presets import cmake_presets, presets_path
-from orchestrator.ide.debugger_init import (SCRIPTS_DIR, debugger_scripts, gdb_wrapper,
-                                            gdbinit_block, lldbinit_block, replace_block,
-                                            wrappers)
+from orchestrator.ide.debugger_init import (
+    SCRIPTS_DIR,
+    debugger_scripts,
+    gdb_wrapper,
+    gdbinit_block,
+    lldbinit_block,
+    replace_block,
+    wrappers,
+)
 from orchestrator.ide.jsonc import dump_json
 from orchestrator.ide.managed import STATE_FILE, is_managed
 from orchestrator.ide.spec import IdeSpec
-from orchestrator.ide.vscode_files import (cpp_properties_json, launch_json, settings_json,
-                                           tasks_json)
+from orchestrator.ide.vscode_files import cpp_properties_json, launch_json, settings_json, tasks_json
 
 if TYPE_CHECKING:
-    from orchestrator.plan.derivation import Plan
     from orchestrator.config.settings import Settings
+    from orchestrator.plan.derivation import Plan
     from orchestrator.toolchain.materialize import Toolchain
 
 

@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from orchestrator.toolchain.debugger_env import locate
 from orchestrator.ide.debugger_init import GDB_SCRIPT, LLDB_SCRIPT, SCRIPTS_DIR, wrappers
 from orchestrator.ide.jsonc import OURS, merge_named, read_json
 from orchestrator.ide.spec import WS, IdeSpec
+from orchestrator.toolchain.debugger_env import locate
 
 # Runtime toggles of the "debug-env" configurations (PyTorch-style native debugging).
 DEBUG_ENV = {"CUDA_LAUNCH_BLOCKING": "1", "TORCH_SHOW_CPP_STACKTRACES": "1",

@@ -9,10 +9,10 @@ from pydantic import ValidationError
 from orchestrator.errors import UserError
 from orchestrator.fs import write_atomic
 from orchestrator.hashing import pretty_json, sha256_bytes
+from orchestrator.memo.file_reads import note_path
 from orchestrator.model.lock import Lock, LockSpec
 from orchestrator.model.recipe import NAME_RE, describe_validation_error
 from orchestrator.model.user_file import read_json, read_toml
-from orchestrator.memo.file_reads import note_path
 
 
 def check_lock_name(name: str) -> str:

@@ -123,7 +123,7 @@ def driver_programs(name: str, exe: str, cache: StatCache | None = None,
     out: dict[str, ProgramPin] = {}
     for prog in wanted:
         question = f"-print-prog-name={prog}"
-        reported = probes.answer(exe, question, lambda: _prog_name(exe, prog)) \
+        reported = probes.answer(exe, question, lambda prog=prog: _prog_name(exe, prog)) \
             if probes is not None else _prog_name(exe, prog)
         if reported is None:
             return None  # not a GCC-style driver
@@ -216,7 +216,8 @@ def probe_compiler(name: str, command: str, *, pin_programs: bool = False,
     follows nvcc.profile, not only the binary."""
     exe = shutil.which(command)
     if not exe:
-        raise UserError(f"compiler {name}={command!r} not found on PATH; install it or fix [compilers] in the lock spec")
+        raise UserError(f"compiler {name}={command!r} not found on PATH; install it or fix [compilers] in "
+                        "the lock spec")
     try:
         sha = hash_file(os.path.realpath(exe), cache)
     except OSError as e:

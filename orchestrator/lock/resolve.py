@@ -12,8 +12,7 @@ from orchestrator.errors import UserError
 from orchestrator.hashing import sha256_file
 from orchestrator.lock.files import load_spec, lock_path
 from orchestrator.lock.probe import is_script, probe_compiler, probe_python, probe_syspkg
-from orchestrator.model.lock import (CondaEntry, CudaSpec, CudaToolkitEntry, DebEntry, Lock,
-                                    LockEntry, PypiEntry)
+from orchestrator.model.lock import CondaEntry, CudaSpec, CudaToolkitEntry, DebEntry, Lock, LockEntry, PypiEntry
 from orchestrator.model.platform_facts import platform_facts
 
 

@@ -12,11 +12,11 @@ from orchestrator.fs import write_atomic
 from orchestrator.hashing import pretty_json
 from orchestrator.lock.files import load_lock
 from orchestrator.lock.resolve import resolve_pypi
+from orchestrator.memo.file_reads import note_path
 from orchestrator.model.lock import Lock, PypiEntry, PythonEntry
 from orchestrator.model.recipe import Recipe, describe_validation_error, load_recipe
 from orchestrator.model.runtime_lock import RuntimeLock, toolchain_basis
 from orchestrator.model.user_file import read_json
-from orchestrator.memo.file_reads import note_path
 
 RUNTIME_LOCKS = "runtime"  # locks/runtime/<recipe>.lock.json
 

@@ -13,8 +13,9 @@ import contextlib
 import json
 import os
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, TypeVar
 
 from orchestrator.memo.state import STATE
 

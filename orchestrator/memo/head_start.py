@@ -29,14 +29,15 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple
+from typing import Any, NamedTuple
 
 from orchestrator.fs import write_atomic
-from orchestrator.process_group import Step, spawn
 from orchestrator.memo.file_reads import stat_sig
 from orchestrator.memo.state import STATE
+from orchestrator.process_group import Step, spawn
 
 NINJA_LOG = ".ninja_log"
 SPEC = ".orch-head-start.json"  # in the build tree: the ninja its last build ran

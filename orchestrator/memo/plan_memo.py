@@ -20,15 +20,20 @@ import hashlib
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from orchestrator.config.command_line import split_words
 from orchestrator.memo.file_reads import Trace, stat_sig, tracing
-from orchestrator.model.store_layout import (MACHINE_STAT_CACHE, MANIFEST_NAME, PROBE_CACHE,
-                                        SOURCE_STAT_CACHE)
 from orchestrator.memo.state import STATE
-from orchestrator.model.store_layout import StorePaths
+from orchestrator.model.store_layout import (
+    MACHINE_STAT_CACHE,
+    MANIFEST_NAME,
+    PROBE_CACHE,
+    SOURCE_STAT_CACHE,
+    StorePaths,
+)
 
 FORMAT = 1
 VERBS = ("build", "switch")

@@ -21,9 +21,9 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from orchestrator.hashing import digest_of
 from orchestrator.model.manifest import FileEntry, Manifest
-from orchestrator.model.store_layout import MANIFEST_NAME
 from orchestrator.model.process_values import NAME_MAX, PATH_MAX
 from orchestrator.model.recipe import NAME_RE
+from orchestrator.model.store_layout import MANIFEST_NAME
 
 RECORD_FORMAT: Final = "orchestrator-cache-record/1"
 PACKED_FORMAT: Final = "orchestrator-cache-record/2"   # /1 + packs
@@ -242,7 +242,7 @@ class CacheRecord(BaseModel):
     signature: Signature | None = None
 
     @model_validator(mode="after")
-    def _consistent(self) -> "CacheRecord":
+    def _consistent(self) -> CacheRecord:
         if not ID_RE.match(self.id):
             raise ValueError(f"artifact id {self.id!r} is not 40 hex chars")
         if self.manifest.id != self.id or self.manifest.name != self.name:
@@ -263,7 +263,7 @@ class CacheRecord(BaseModel):
         return self
 
     @classmethod
-    def for_manifest(cls, manifest: Manifest, packs: list[Pack] | None = None) -> "CacheRecord":
+    def for_manifest(cls, manifest: Manifest, packs: list[Pack] | None = None) -> CacheRecord:
         """An unsigned record describing a committed artifact's manifest (and its packs)."""
         blobs = {f.sha256 for f in manifest.files if f.kind == "file"}
         return cls(format=PACKED_FORMAT if packs else RECORD_FORMAT, id=manifest.id,

@@ -6,10 +6,9 @@
 """
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler,
-                      model_serializer)
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from orchestrator.hashing import digest_of
 
@@ -156,8 +155,8 @@ class CudaToolkitEntry(_Entry):
 
 
 LockEntry = Annotated[
-    Union[PythonEntry, PypiEntry, DebEntry, CompilerEntry, SystemPackageEntry, CondaEntry,
-          TorchAbiEntry, CudaToolkitEntry],
+    PythonEntry | PypiEntry | DebEntry | CompilerEntry | SystemPackageEntry | CondaEntry | TorchAbiEntry
+    | CudaToolkitEntry,
     Field(discriminator="kind"),
 ]
 

@@ -9,7 +9,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.hashing import known_sha256
-
 from orchestrator.model.store_layout import MANIFEST_NAME  # noqa: F401 - the name with its model
 
 

@@ -49,7 +49,7 @@ class PyTorchOptions(BaseModel):
         return ";".join(archs)
 
     @model_validator(mode="after")
-    def _cuda_needs_arch(self) -> "PyTorchOptions":
+    def _cuda_needs_arch(self) -> PyTorchOptions:
         if self.cuda and not self.cuda_arch_list:
             raise ValueError("cuda = true needs cuda_arch_list (TORCH_CUDA_ARCH_LIST), e.g. "
                              "'8.0;9.0': PyTorch would otherwise guess from the build machine's GPU")

@@ -7,19 +7,19 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from orchestrator.errors import UserError
 from orchestrator.model.process_values import MAX_ARG, ArgStr, EnvKey, PathStr
-from orchestrator.model.user_file import read_toml
-from orchestrator.model.verify_rules import VerifyRules
 from orchestrator.model.pytorch_options import PyTorchOptions
 from orchestrator.model.source_archive import ArchiveSource, OmitUnset, relative_dir
 from orchestrator.model.source_git import GitSource
+from orchestrator.model.user_file import read_toml
+from orchestrator.model.verify_rules import VerifyRules
 
-DefineValue = Union[bool, int, ArgStr]
+DefineValue = bool | int | ArgStr
 # All of a recipe's flags, defines and env together: well under the kernel's ARG_MAX.
 MAX_PROCESS_VALUES = 8 * MAX_ARG
 STANDARD_VARIANTS = ("relwithdebinfo", "release", "debug")
@@ -46,7 +46,7 @@ class PathSource(_Strict, OmitUnset):
         return relative_dir(v, "subdir")
 
 
-SourceSpec = Annotated[Union[PathSource, ArchiveSource, GitSource], Field(discriminator="kind")]
+SourceSpec = Annotated[PathSource | ArchiveSource | GitSource, Field(discriminator="kind")]
 
 
 class BuildSpec(_Strict):
@@ -61,7 +61,7 @@ class BuildSpec(_Strict):
     pytorch: PyTorchOptions | None = None
 
     @model_validator(mode="after")
-    def _pep517_names_its_backend(self) -> "BuildSpec":
+    def _pep517_names_its_backend(self) -> BuildSpec:
         if self.system == "pep517" and self.uses is None:
             raise ValueError('build.uses is required with system = "pep517": list the backend\'s '
                              'lock entries (e.g. "pypi:scikit-build-core") so they are part of the id')
@@ -154,7 +154,7 @@ class Recipe(_Strict):
         return v
 
     @model_validator(mode="after")
-    def _fits_a_command_line(self) -> "Recipe":
+    def _fits_a_command_line(self) -> Recipe:
         parts: list[BuildSpec | VariantSpec] = [self.build, *self.variants.values()]
         total: int = sum(len(str(x).encode()) for p in parts
                     for x in [*p.cflags, *p.defines, *p.defines.values(), *p.env, *p.env.values()])

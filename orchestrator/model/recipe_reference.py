@@ -9,8 +9,8 @@ is not `render()`'s text (`python -m orchestrator.model.recipe_reference` prints
 from __future__ import annotations
 
 import typing
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined

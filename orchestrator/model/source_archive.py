@@ -28,8 +28,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_validator,
-                      model_serializer, model_validator)
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 SHA256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 FILE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.+~-]*$"
@@ -79,7 +86,7 @@ class Fetch(_Strict, OmitUnset):
     omit_unset: ClassVar[tuple[str, ...]] = ("pypi",)
 
     @model_validator(mode="after")
-    def _one_way(self) -> "Fetch":
+    def _one_way(self) -> Fetch:
         given = [k for k in ("url", "apt_source", "pypi") if getattr(self, k) is not None]
         if len(given) > 1:
             raise ValueError(f"fetch gives {' and '.join(given)}; give one of url, apt_source, pypi")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
 MANIFEST_NAME = "manifest.json"    # <store>/store/<id>-<recipe>-<variant>/manifest.json
 TOOLCHAIN_JSON = "toolchain.json"  # <store>/toolchains/<hash>/toolchain.json: it is whole
 # <store>/cache/<name>: the stat caches of source files and of the machine check, and the

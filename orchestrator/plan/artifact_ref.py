@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from orchestrator.config.settings import Settings
 from orchestrator.errors import UserError
 from orchestrator.plan.derivation import make_plan
-from orchestrator.config.settings import Settings
 from orchestrator.store.artifacts import Store
 
 MIN_PREFIX = 6

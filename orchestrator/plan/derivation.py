@@ -12,21 +12,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.toolchain.cuda_toolkit import check_recipe_has_toolkit
+from orchestrator.config.settings import Settings
 from orchestrator.errors import UserError
 from orchestrator.hashing import digest_of
 from orchestrator.lock.files import load_lock
 from orchestrator.lock.runtime import load_runtime_lock
-from orchestrator.toolchain.machine_check import (check_machine, machine_cache, probe_cache,
-                                         save_machine_cache)
 from orchestrator.model.lock import Lock, LockEntry
+from orchestrator.model.platform_facts import platform_facts
 from orchestrator.model.recipe import Recipe, ResolvedVariant, load_recipe, resolve_variant
 from orchestrator.model.runtime_lock import RuntimeLock
-from orchestrator.model.platform_facts import platform_facts
-from orchestrator.config.settings import Settings
 from orchestrator.sources.prepare import prepare_source
 from orchestrator.sources.prepared import PreparedSource
 from orchestrator.store.artifacts import Store
+from orchestrator.toolchain.cuda_toolkit import check_recipe_has_toolkit
+from orchestrator.toolchain.machine_check import check_machine, machine_cache, probe_cache, save_machine_cache
 
 DERIVATION_SCHEMA = 2
 # Lock entries a build system depends on when the recipe does not say.

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from orchestrator.plan.derivation import Plan
 
 
-def extra_vars(plan: "Plan") -> list[str]:
+def extra_vars(plan: Plan) -> list[str]:
     """targets= and source= of this plan (empty for a full build of the pinned source)."""
     out = [f"targets={','.join(plan.variant.targets)}"] if plan.variant.targets else []
     if plan.source.extra.get("checkout"):
@@ -19,16 +19,16 @@ def extra_vars(plan: "Plan") -> list[str]:
     return out
 
 
-def selection_vars(plan: "Plan") -> list[str]:
+def selection_vars(plan: Plan) -> list[str]:
     return [f"recipe={plan.recipe.name}", f"variant={plan.variant_name}", *extra_vars(plan)]
 
 
-def command_for(verb: str, plan: "Plan") -> str:
+def command_for(verb: str, plan: Plan) -> str:
     """`doit <verb> recipe=... variant=... [targets=...] [source=...]`."""
     return " ".join(["doit", verb, *selection_vars(plan)])
 
 
-def manifest_selection(manifest: "Manifest", workspace: Path) -> dict[str, str]:
+def manifest_selection(manifest: Manifest, workspace: Path) -> dict[str, str]:
     """The variables that rebuild a stored artifact besides recipe/variant: its targets, and
     for a checkout build, the checkout (the workspace its links live in)."""
     out: dict[str, str] = {}

@@ -21,11 +21,11 @@ from orchestrator.builders.context import BuildContext
 from orchestrator.builders.install_map import InstallMap, install_sources
 from orchestrator.builders.registry import get_builder
 from orchestrator.builders.runtime_site import install_runtime
+from orchestrator.config.settings import Settings
 from orchestrator.hashing import digest_of
 from orchestrator.plan.derivation import Plan
-from orchestrator.config.settings import Settings
-from orchestrator.store.stage_record import read_record
 from orchestrator.store.artifacts import Store
+from orchestrator.store.stage_record import read_record
 from orchestrator.toolchain.materialize import Toolchain
 
 

@@ -15,8 +15,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from orchestrator.plan.derivation import Plan
 from orchestrator.config.settings import Settings
+from orchestrator.plan.derivation import Plan
 from orchestrator.store.artifacts import Store
 
 

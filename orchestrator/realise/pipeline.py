@@ -9,19 +9,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.memo import head_start
 from orchestrator.builders.compile_cache import launcher
 from orchestrator.cache.toolchain_hook import toolchain_substituter  # light: see its docstring
+from orchestrator.config.settings import Settings
 from orchestrator.console import console, phase, print_phase
 from orchestrator.errors import CheckFailed
 from orchestrator.fs import remove_tree, write_atomic
 from orchestrator.hashing import pretty_json
+from orchestrator.memo import head_start
+from orchestrator.memo.file_reads import untraced
+from orchestrator.memo.plan_memo import planning
 from orchestrator.model.manifest import Manifest
 from orchestrator.plan.derivation import Plan, make_plan
-from orchestrator.memo.plan_memo import planning
-from orchestrator.memo.file_reads import untraced
 from orchestrator.realise.reverify import reverify_if_rules_changed, rules_digest
-from orchestrator.config.settings import Settings
 from orchestrator.store.artifacts import Store
 from orchestrator.toolchain.materialize import Toolchain, ensure_toolchain, linked_toolchain, toolchain_root
 
@@ -103,9 +103,9 @@ def run_verify(stage: Path, plan: Plan, toolchain: Toolchain,
 
 
 def build(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain) -> Path:
-    from orchestrator.realise.build_step import run_builder
     from orchestrator.builders.context import build_tree_of
     from orchestrator.builders.process import BuildFailed
+    from orchestrator.realise.build_step import run_builder
 
     build_dir = build_tree_of(store, plan, toolchain)
     if head_start.running_in(build_dir):  # what run_verify imports, while that ninja runs

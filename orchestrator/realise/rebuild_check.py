@@ -22,14 +22,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
-from orchestrator.realise.build_step import run_builder
 from orchestrator.builders.context import build_tree_of
+from orchestrator.config.settings import Settings
 from orchestrator.console import console
 from orchestrator.errors import CheckFailed
 from orchestrator.fs import remove_tree
 from orchestrator.model.manifest import FileEntry, Manifest
 from orchestrator.plan.derivation import Plan
-from orchestrator.config.settings import Settings
+from orchestrator.realise.build_step import run_builder
 from orchestrator.store.artifacts import Store
 from orchestrator.toolchain.materialize import Toolchain, verify_toolchain_full
 

@@ -14,12 +14,12 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from orchestrator.config.settings import Settings
 from orchestrator.console import console
 from orchestrator.errors import CheckFailed
 from orchestrator.fs import write_atomic
 from orchestrator.hashing import digest_of, pretty_json
 from orchestrator.model.manifest import MANIFEST_NAME
-from orchestrator.config.settings import Settings
 from orchestrator.store.artifacts import Store
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 RULES_DIGEST_LEN = 16
 
 
-def rules_digest(plan: "Plan") -> str:
+def rules_digest(plan: Plan) -> str:
     """The identity of the recipe's [verify] rules (their parsed content)."""
     rules = plan.recipe.verify.model_dump(mode="json")
     if not rules["ignore"]:  # added later (issue 33): the digests of rules without it stay
@@ -53,7 +53,7 @@ def recorded_rules(artifact: Path) -> str | None:
     return rules if isinstance(rules, str) else None
 
 
-def reverify_if_rules_changed(settings: Settings, store: Store, plan: "Plan",
+def reverify_if_rules_changed(settings: Settings, store: Store, plan: Plan,
                               artifact: Path) -> bool | None:
     """Verify `artifact` again when its recorded rules differ from the recipe's.
 

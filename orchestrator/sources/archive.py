@@ -12,17 +12,16 @@ import os
 from pathlib import Path
 from typing import Any
 
+from orchestrator.config.settings import Settings
 from orchestrator.console import console
 from orchestrator.fs import remove_tree
 from orchestrator.hashing import digest_of
 from orchestrator.lock.files import load_lock
 from orchestrator.model.recipe import Recipe
 from orchestrator.model.source_archive import ArchiveSource
-from orchestrator.config.settings import Settings
 from orchestrator.sources.archives import obtain_archive, untar
 from orchestrator.sources.checkout import checkout_dir, checkout_ignore, prepare_checkout
-from orchestrator.sources.patches import (apply_overlays, apply_patch, patch_identity, patch_paths,
-                                          patched_copy)
+from orchestrator.sources.patches import apply_overlays, apply_patch, patch_identity, patch_paths, patched_copy
 from orchestrator.sources.prepared import TREE_STAMP, PreparedSource, stat_cache
 from orchestrator.sources.skbuild_settings import static_check, version_in
 from orchestrator.sources.tree_version import detect_driver, read_pyproject, tree_version

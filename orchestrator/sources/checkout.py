@@ -9,14 +9,20 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from orchestrator.errors import UserError
 from orchestrator.hashing import StatCache, digest_of, sha256_bytes, tree_digest
 from orchestrator.memo.file_reads import recorded
-from orchestrator.sources.prepared import (IGNORED_DIRS, PreparedSource, is_workspace_link,
-                                          is_workspace_plumbing, stat_cache)
+from orchestrator.sources.prepared import (
+    IGNORED_DIRS,
+    PreparedSource,
+    is_workspace_link,
+    is_workspace_plumbing,
+    stat_cache,
+)
 from orchestrator.store.artifacts import Store
 
 

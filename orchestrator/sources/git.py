@@ -17,13 +17,13 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from orchestrator.config.settings import Settings
 from orchestrator.console import console
 from orchestrator.errors import UserError
 from orchestrator.fs import remove_tree, temp_in, write_atomic
 from orchestrator.hashing import digest_of, pretty_json
 from orchestrator.model.recipe import Recipe, load_recipe
 from orchestrator.model.source_git import GitSource
-from orchestrator.config.settings import Settings
 from orchestrator.sources.checkout import prepare_checkout
 from orchestrator.sources.patches import patch_identity, patch_paths, patched_copy
 from orchestrator.sources.prepared import TREE_STAMP, PreparedSource

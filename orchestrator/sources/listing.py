@@ -14,7 +14,6 @@ from orchestrator.hashing import digest_of
 from orchestrator.model.store_layout import StorePaths
 
 
-
 def listing_path(store_root: Path, tree_sha256: str) -> Path:
     return StorePaths(store_root).listings / f"{tree_sha256}.json"
 

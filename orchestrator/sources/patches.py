@@ -4,9 +4,9 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from orchestrator.console import console
 from orchestrator.errors import UserError
@@ -56,7 +56,7 @@ def _patched_mtimes(tree: Path, patch: Path) -> dict[Path, float]:
     return out
 
 
-def apply_overlays(tree: Path, overlays: "Sequence[tuple[Overlay, Path]]", where: str) -> None:
+def apply_overlays(tree: Path, overlays: Sequence[tuple[Overlay, Path]], where: str) -> None:
     """Unpack each overlay at its path; it may only fill an empty or missing directory."""
     for o, path in overlays:
         dest = tree / o.path

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from orchestrator.config.settings import Settings
 from orchestrator.errors import UserError
 from orchestrator.hashing import tree_items
-from orchestrator.model.recipe import PathSource, Recipe
 from orchestrator.memo.file_reads import recorded
-from orchestrator.config.settings import Settings
+from orchestrator.model.recipe import PathSource, Recipe
 from orchestrator.sources.listing import keep_listing
 from orchestrator.sources.patches import patch_identity, patch_paths, patched_copy
 from orchestrator.sources.prepared import IGNORED_DIRS, IGNORED_FILES, PreparedSource, stat_cache

@@ -1,11 +1,12 @@
 """Obtain a recipe's source directory and compute its identity (what the id hashes)."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
+from orchestrator.config.settings import Settings
 from orchestrator.errors import UserError
 from orchestrator.model.recipe import Recipe
-from orchestrator.config.settings import Settings
 from orchestrator.sources.archive import prepare_archive_source
 from orchestrator.sources.git import prepare_git_source
 from orchestrator.sources.path import prepare_path_source

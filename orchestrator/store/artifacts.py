@@ -1,9 +1,5 @@
-"""The content-addressed store: staging, atomic commit, hard-link dedupe, locks, gc.
-
-Layout (see docs/contracts.md): store/<id>-<recipe>-<variant>/ (read-only), tmp/ (staging,
-cleaned when its owner is dead), build/ (persistent per-variant build trees),
-toolchains/<hash>/, links/<sha256>[-x] (one inode per content), locks/, gcroots/.
-"""
+"""The content-addressed store: staging, atomic commit, hard-link dedupe, locks, gc. Its
+layout is model.store_layout.StorePaths (docs/contracts.md)."""
 from __future__ import annotations
 
 import contextlib
@@ -11,16 +7,17 @@ import errno
 import os
 import re
 import stat
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
-from orchestrator.store import roots_lock
-from orchestrator.fs import (TEMP_RE, durable_commits, fsync_dir, fsync_tree_level, is_stale_temp,
-                             make_writable, remove_tree, temp_in, temp_sibling, write_atomic)
+from orchestrator import fs
+from orchestrator.fs import TEMP_RE, is_stale_temp, remove_tree, temp_in, temp_sibling, write_atomic
 from orchestrator.hashing import pretty_json, remember_sha256
-from orchestrator.store.stage_record import NS, STAGE_RECORD, StageRecord, seen_of, write_record
 from orchestrator.model.store_layout import MANIFEST_NAME, StorePaths
+from orchestrator.store import roots_lock
+from orchestrator.store.stage_record import NS, STAGE_RECORD, StageRecord, seen_of, write_record
 
 if TYPE_CHECKING:  # filelock (asyncio with it) is imported when a lock is taken; the
     # manifest's model (pydantic) when one is read: the fast path (plan_memo) uses the store
@@ -28,7 +25,8 @@ if TYPE_CHECKING:  # filelock (asyncio with it) is imported when a lock is taken
 
     from orchestrator.model.manifest import Manifest
 
-ARTIFACT_RE = re.compile(r"^(?P<id>[0-9a-f]{40})-(?P<recipe>[a-z0-9][a-z0-9_.-]*?)-(?P<variant>[a-z0-9][a-z0-9_.-]*)$")
+ARTIFACT_RE = re.compile(
+    r"^(?P<id>[0-9a-f]{40})-(?P<recipe>[a-z0-9][a-z0-9_.-]*?)-(?P<variant>[a-z0-9][a-z0-9_.-]*)$")
 
 
 @dataclass
@@ -61,7 +59,7 @@ class Store:
         self.last_commit = CommitStats()
         self._records: dict[Path, StageRecord] = {}  # stage -> what reuse_unchanged saw
 
-    def ensure(self) -> "Store":
+    def ensure(self) -> Store:
         for d in (self.store_dir, self.tmp_dir, self.build_dir, self.toolchains_dir,
                   self.links_dir, self.locks_dir, self.gcroots_dir):
             d.mkdir(parents=True, exist_ok=True)
@@ -289,13 +287,13 @@ class Store:
                 self.last_commit = CommitStats()
                 return final
             self.last_commit = self._dedupe(staged, manifest)
-            durable = durable_commits()
+            durable = fs.durable_commits()
             write_atomic(staged / MANIFEST_NAME, pretty_json(manifest.model_dump(mode="json"),
                                                              flat_items=1),
                          mode=0o444, durable=durable)
             for dirpath, _, names in os.walk(staged, topdown=False):
                 if durable:
-                    fsync_tree_level(Path(dirpath), names)
+                    fs.fsync_tree_level(Path(dirpath), names)
                 os.chmod(dirpath, 0o555)
             if final.exists():  # a half-present leftover without manifest: cannot happen
                 remove_tree(final)  # via rename, but be safe against manual meddling
@@ -303,7 +301,7 @@ class Store:
             os.rename(staged, final)
             os.chmod(final, 0o555)
             if durable:
-                fsync_dir(self.store_dir)
+                fs.fsync_dir(self.store_dir)
             record = self._records.pop(staged, None)
             if record is not None:
                 write_record(self.root, record, {e.path: e.sha256 for e in manifest.files
@@ -315,7 +313,7 @@ class Store:
         """Move out of store/ first (atomic), then delete at leisure."""
         grave = temp_in(self.tmp_dir, f"gc-{path.name}")
         self.tmp_dir.mkdir(parents=True, exist_ok=True)
-        make_writable(path)
+        fs.make_writable(path)
         os.rename(path, grave)
         remove_tree(grave)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from orchestrator import fault_point
 from orchestrator.model.store_layout import StorePaths

@@ -10,9 +10,10 @@ import json
 import marshal
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from orchestrator.fs import write_atomic
 from orchestrator.hashing import known_sha256

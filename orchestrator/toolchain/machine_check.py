@@ -16,8 +16,8 @@ from orchestrator.errors import UserError
 from orchestrator.hashing import StatCache
 from orchestrator.lock.probe import probe_compiler, probe_python, probe_syspkg
 from orchestrator.lock.probe_cache import ProbeCache
-from orchestrator.model.lock import CompilerEntry, Lock, PythonEntry, SystemPackageEntry
 from orchestrator.memo.file_reads import note_stat
+from orchestrator.model.lock import CompilerEntry, Lock, PythonEntry, SystemPackageEntry
 from orchestrator.store.artifacts import Store
 
 # (path as locked, what it resolves to, stat of the real file) -> the probe's facts.

@@ -10,21 +10,20 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
-from orchestrator.toolchain import cuda_toolkit
-from orchestrator.toolchain import debugger_env
-from orchestrator.store import tree_manifest
 from orchestrator.console import console, step
 from orchestrator.errors import CheckFailed, UserError, is_no_space, no_space
 from orchestrator.fs import remove_tree, temp_in, write_atomic
 from orchestrator.hashing import pretty_json, sha256_file
-from orchestrator.toolchain.machine_check import check_interpreter, check_machine
 from orchestrator.model.lock import CompilerEntry, DebEntry, Lock, PypiEntry, PythonEntry
-from orchestrator.store.artifacts import Store
 from orchestrator.model.store_layout import TOOLCHAIN_JSON, StorePaths
+from orchestrator.store import tree_manifest
+from orchestrator.store.artifacts import Store
+from orchestrator.toolchain import cuda_toolkit, debugger_env
+from orchestrator.toolchain.machine_check import check_interpreter, check_machine
 
 # Every file the materialization wrote (tree_manifest): checked cheaply at each use.
 FILES_MANIFEST = "toolchain-files.json"

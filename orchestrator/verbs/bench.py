@@ -12,9 +12,9 @@ from orchestrator.bench.render import summary_lines, table, write_plot
 from orchestrator.bench.rounds import Measure
 from orchestrator.bench.sides import bench_sides
 from orchestrator.config.command_line import command_after_dashes
+from orchestrator.config.settings import Settings
 from orchestrator.console import console
 from orchestrator.errors import UserError
-from orchestrator.config.settings import Settings
 from orchestrator.store.artifacts import Store
 from orchestrator.verbs.output import print_json
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import time
 
+from orchestrator.config.settings import Settings
 from orchestrator.console import print_total
 from orchestrator.memo.plan_memo import remember
 from orchestrator.realise.pipeline import Realised, realise
-from orchestrator.config.settings import Settings
 from orchestrator.store.artifacts import Store
 from orchestrator.verbs.output import emit
 

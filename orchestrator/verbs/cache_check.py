@@ -17,9 +17,9 @@ from orchestrator.cache.backends import open_backend
 from orchestrator.cache.cache_toml import Credentials, config_path, load_config
 from orchestrator.cache.errors import CacheError
 from orchestrator.cache.signing import SIGNING_KEY_ENV, load_signing_key
+from orchestrator.config.settings import Settings
 from orchestrator.console import console
 from orchestrator.errors import CheckFailed, UserError
-from orchestrator.config.settings import Settings
 from orchestrator.verbs.output import emit
 
 PROBE_KEY = "checks/write-probe"

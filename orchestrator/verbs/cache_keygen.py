@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.cache.signing import default_key_dir, write_key_pair
+from orchestrator.config.settings import Settings
 from orchestrator.console import console
 from orchestrator.errors import UserError
-from orchestrator.config.settings import Settings
 from orchestrator.verbs.output import emit
 
 

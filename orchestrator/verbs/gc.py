@@ -6,14 +6,14 @@ import os
 from pathlib import Path
 
 from orchestrator import fault_point
-from orchestrator.config import cli_vars
-from orchestrator.store import roots_lock
-from orchestrator.verbs import gc_planner
 from orchestrator.builders.compile_cache import gc as compile_cache_gc
+from orchestrator.config import cli_vars
+from orchestrator.config.settings import Settings
 from orchestrator.console import working
 from orchestrator.errors import UserError
-from orchestrator.config.settings import Settings
+from orchestrator.store import roots_lock
 from orchestrator.store.artifacts import Store
+from orchestrator.verbs import gc_planner
 from orchestrator.verbs.output import emit, mb, short_name
 
 

@@ -13,14 +13,15 @@ import os
 import re
 import stat
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
+from orchestrator.config.settings import Settings
 from orchestrator.errors import UserError
 from orchestrator.fs import is_stale_temp, remove_tree
 from orchestrator.memo.plan_memo import memo_artifact
-from orchestrator.config.settings import Settings
 from orchestrator.store.artifacts import Store
 
 
@@ -71,7 +72,7 @@ def mtime_iso(path: Path) -> str | None:
         t = path.lstat().st_mtime
     except OSError:
         return None
-    return dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y-%m-%d %H:%M")
 
 
 def source_revision(derivation: dict[str, Any]) -> str:
@@ -169,7 +170,8 @@ def needed(settings: Settings, store: Store, keep: int) -> Needed:
 # -- the gc plan ------------------------------------------------------------------------------
 @dataclass
 class Doomed:
-    kind: str   # artifact | toolchain | toolchain check copy | plan memo | build tree | source | archive | git cache | runtime install | failed build
+    kind: str   # artifact | toolchain | toolchain check copy | plan memo | build tree | source | archive |
+    # git cache | runtime install | failed build
     path: Path
     why: str
 

@@ -1,16 +1,16 @@
 """`doit lock`: resolve locks/*.toml into locks/*.lock.json (lock=NAME for one, lock=git-sources
 for the git sources' rev → commit pins), then recipes' `[runtime] requires` into
-locks/runtime/<recipe>.lock.json (recipe=NAME: only that one, nothing else resolved). check=1 (like `uv lock --check`) resolves the same and
-writes nothing: exit 1 naming each lock re-resolving would change."""
+locks/runtime/<recipe>.lock.json (recipe=NAME: only that one, nothing else resolved). check=1
+(like `uv lock --check`) resolves the same and writes nothing: exit 1 naming each lock re-resolving would change."""
 from __future__ import annotations
 
 import json
 
+from orchestrator.config.settings import Settings
 from orchestrator.console import console, working
 from orchestrator.errors import CheckFailed
 from orchestrator.lock.files import lock_path, render_lock, save_lock
 from orchestrator.lock.resolve import lock_all
-from orchestrator.config.settings import Settings
 from orchestrator.store.artifacts import Store
 
 

@@ -29,11 +29,11 @@ from orchestrator.bot.report import console_lines, merge, read_history, render_m
 from orchestrator.bot.report_html import render_html
 from orchestrator.bot.runs import cell_process, latest_run, new_run_id, push_of, reports_dir
 from orchestrator.bot.states import fails_night
+from orchestrator.config.settings import Settings
 from orchestrator.console import console
 from orchestrator.errors import CheckFailed, UserError
 from orchestrator.fs import write_atomic
 from orchestrator.model.nightly import NightlyConfig
-from orchestrator.config.settings import Settings
 from orchestrator.store.artifacts import Store
 from orchestrator.verbs.output import emit
 
@@ -52,7 +52,7 @@ def cmd_cell(settings: Settings, config: NightlyConfig, cells: list[Cell], name:
     preflight(settings, [cell], push_of(settings, config))  # before anything is built or written
     store = Store(settings.store_root).ensure()
     reports = reports_dir(settings, store)
-    run = check_run_id(settings.vars.get("run") or dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d"))
+    run = check_run_id(settings.vars.get("run") or dt.datetime.now(dt.UTC).strftime("%Y%m%d"))
     console.rule(f"nightly {run}: {cell.name}")
     result = run_cell(settings, store, reports, cell, entry_of(config, cell), push_of(settings, config))
     path = write_cell(reports, run, cell, result)

@@ -9,8 +9,8 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.console import console
 from orchestrator.config.settings import Settings
+from orchestrator.console import console
 
 if TYPE_CHECKING:  # rich.table is imported where a table is drawn
     from rich.table import Table
@@ -52,7 +52,7 @@ def short_name(name: str) -> str:
 
 
 def fitted_table(columns: tuple[str, ...], rows: list[tuple[str, ...]],
-                 elastic: tuple[str, ...] = ()) -> "Table":
+                 elastic: tuple[str, ...] = ()) -> Table:
     """A borderless table whose cells never wrap: ids and dates keep their full width; only
     the `elastic` columns give way (cut with an ellipsis) when the console is narrow."""
     from rich.table import Table

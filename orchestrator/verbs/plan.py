@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from orchestrator.config.settings import Settings
 from orchestrator.hashing import pretty_json
 from orchestrator.plan.derivation import make_plan
 from orchestrator.realise.explain import plan_report
-from orchestrator.config.settings import Settings
 from orchestrator.store.artifacts import Store
 from orchestrator.verbs.output import emit
 

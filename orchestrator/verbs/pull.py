@@ -3,17 +3,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.plan.artifact_ref import named_artifact
 from orchestrator.cache.cache_toml import load_config
 from orchestrator.cache.errors import CacheError
 from orchestrator.cache.pull import pull, transfer_summary
 from orchestrator.cache.transfer import TransferStats
+from orchestrator.config.settings import Settings
 from orchestrator.console import console
 from orchestrator.errors import UserError
 from orchestrator.lock.files import load_lock
-from orchestrator.toolchain.machine_check import check_interpreter
-from orchestrator.config.settings import Settings
+from orchestrator.plan.artifact_ref import named_artifact
 from orchestrator.store.artifacts import Store
+from orchestrator.toolchain.machine_check import check_interpreter
 from orchestrator.toolchain.materialize import TOOLCHAIN_JSON, toolchain_root
 from orchestrator.verbs.output import emit
 from orchestrator.verbs.toolchain import toolchain_lock_name

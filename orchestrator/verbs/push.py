@@ -5,15 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from orchestrator.plan.artifact_ref import named_artifact
 from orchestrator.cache.cache_toml import CacheConfig, load_config
 from orchestrator.cache.push import push_many
 from orchestrator.cache.signing import SecretKey, load_signing_key
 from orchestrator.cache.transfer import TransferStats
+from orchestrator.config.settings import Settings
 from orchestrator.console import console
 from orchestrator.errors import UserError
 from orchestrator.lock.files import load_lock
-from orchestrator.config.settings import Settings
+from orchestrator.plan.artifact_ref import named_artifact
 from orchestrator.store.artifacts import Store
 from orchestrator.toolchain.materialize import TOOLCHAIN_JSON, toolchain_root
 from orchestrator.verbs.output import emit

@@ -2,8 +2,8 @@
 differs from the active one (generations of the same artifact are skipped, and named)."""
 from __future__ import annotations
 
-from orchestrator.ide.render import refresh_if_managed
 from orchestrator.config.settings import Settings
+from orchestrator.ide.render import refresh_if_managed
 from orchestrator.verbs.output import emit
 from orchestrator.workspace.profiles import Workspace
 

@@ -8,9 +8,9 @@ import os
 from orchestrator.bench.environment import artifact_env
 from orchestrator.bench.sides import run_side
 from orchestrator.config.command_line import command_after_dashes
+from orchestrator.config.settings import Settings
 from orchestrator.console import console
 from orchestrator.errors import UserError
-from orchestrator.config.settings import Settings
 from orchestrator.store.artifacts import Store
 
 

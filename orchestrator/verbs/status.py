@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrator.builders.compile_cache import gc as compile_cache_gc
-from orchestrator.console import console
 from orchestrator.config.settings import Settings
+from orchestrator.console import console
 from orchestrator.store.artifacts import Store
 from orchestrator.verbs.gc_planner import mtime_iso, source_revision, tree_size
 from orchestrator.verbs.output import ID_WIDTH, emit, fitted_table, mb, short_name
@@ -44,10 +44,11 @@ def status_data(settings: Settings) -> dict:
             "store": str(store.root), "artifacts": rows, "toolchains": toolchains,
             "build_trees": trees,
             "compile_cache": dict(zip(("bytes", "files"),
-                                      compile_cache_gc.local_usage(store.paths.ccache)),
+                                      compile_cache_gc.local_usage(store.paths.ccache), strict=True),
                                   dir=str(store.paths.ccache),
                                   sccache=dict(zip(("bytes", "files"),
-                                                   compile_cache_gc.local_usage(store.paths.sccache)),
+                                                   compile_cache_gc.local_usage(store.paths.sccache),
+                                                   strict=True),
                                                dir=str(store.paths.sccache)))}
 
 

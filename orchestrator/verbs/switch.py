@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from orchestrator import fault_point
-from orchestrator.store import roots_lock
-from orchestrator.workspace.activate import activate
-from orchestrator.errors import UserError
-from orchestrator.model.recipe import path_outputs
-from orchestrator.ide.render import refresh_if_managed
-from orchestrator.memo.plan_memo import ide_reads, remember, tracing_ide
-from orchestrator.memo.file_reads import stat_sig
-from orchestrator.realise.pipeline import realise
 from orchestrator.config.settings import Settings
+from orchestrator.errors import UserError
+from orchestrator.ide.render import refresh_if_managed
+from orchestrator.memo.file_reads import stat_sig
+from orchestrator.memo.plan_memo import ide_reads, remember, tracing_ide
+from orchestrator.model.recipe import path_outputs
+from orchestrator.realise.pipeline import realise
+from orchestrator.store import roots_lock
 from orchestrator.store.artifacts import Store
 from orchestrator.toolchain.materialize import TOOLCHAIN_JSON
 from orchestrator.verbs.output import emit
+from orchestrator.workspace.activate import activate
 from orchestrator.workspace.profiles import Workspace
 
 

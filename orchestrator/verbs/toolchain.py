@@ -3,9 +3,9 @@ pulled from the substituters when one has a trusted copy (substitute=0: build it
 from __future__ import annotations
 
 from orchestrator.cache.toolchain_hook import toolchain_substituter
+from orchestrator.config.settings import Settings
 from orchestrator.lock.files import load_lock
 from orchestrator.model.recipe import load_recipe
-from orchestrator.config.settings import Settings
 from orchestrator.store.artifacts import Store
 from orchestrator.toolchain.materialize import ensure_toolchain
 from orchestrator.verbs.output import emit

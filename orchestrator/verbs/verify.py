@@ -6,14 +6,14 @@ import contextlib
 import dataclasses
 from pathlib import Path
 
-from orchestrator.plan.artifact_ref import find_stored
+from orchestrator.config.settings import Settings
 from orchestrator.console import console
 from orchestrator.errors import CheckFailed, UserError
 from orchestrator.lock.files import load_lock
 from orchestrator.model.recipe import load_recipe
+from orchestrator.plan.artifact_ref import find_stored
 from orchestrator.plan.derivation import Plan, make_plan
 from orchestrator.plan.selection import command_for, manifest_selection
-from orchestrator.config.settings import Settings
 from orchestrator.store.artifacts import Store
 from orchestrator.toolchain.materialize import ensure_toolchain, verify_toolchain_full
 from orchestrator.verbs.output import print_json

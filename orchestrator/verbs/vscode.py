@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from rich.markup import escape
 
-from orchestrator.toolchain.debugger_env import locate
+from orchestrator.config.settings import Settings
 from orchestrator.ide.debug_info import debug_info_note, debug_info_report
 from orchestrator.ide.from_plan import spec_for
 from orchestrator.ide.render import write_files
-from orchestrator.config.settings import Settings
+from orchestrator.toolchain.debugger_env import locate
 from orchestrator.verbs.output import emit
 
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from orchestrator.plan.artifact_ref import find_stored
+from orchestrator.config.settings import Settings
 from orchestrator.errors import UserError
+from orchestrator.plan.artifact_ref import find_stored
 from orchestrator.plan.derivation import make_plan
 from orchestrator.realise.explain import Change, derivation_diff
-from orchestrator.config.settings import Settings
 from orchestrator.sources.listing import TreeChanges, tree_changes
 from orchestrator.store.artifacts import Store
 from orchestrator.verbs.output import emit

@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from orchestrator.verify.inputs import Interpreter, VerifyConfig
 from orchestrator.verify.engine import verify_tree
+from orchestrator.verify.inputs import Interpreter, VerifyConfig
 from orchestrator.verify.report import VerifyReport
 from orchestrator.verify.resolve import SearchConfig, realpath, within
 
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["verify_artifact", "verify_tree", "config_for", "VerifyReport", "VerifyConfig"]
 
 
-def config_for(artifact_dir: Path, plan: "Plan", toolchain: "Toolchain",
+def config_for(artifact_dir: Path, plan: Plan, toolchain: Toolchain,
                hashes: dict[str, str] | None = None) -> VerifyConfig:
     """The verification inputs of a staged or committed artifact of `plan`. Verdicts are
     reused from `<store>/cache/verify` (verify/cache.py); `hashes` (path -> sha256) may name
@@ -73,7 +73,7 @@ def config_for(artifact_dir: Path, plan: "Plan", toolchain: "Toolchain",
     )
 
 
-def verify_artifact(staged_dir: Path, plan: "Plan", toolchain: "Toolchain",
+def verify_artifact(staged_dir: Path, plan: Plan, toolchain: Toolchain,
                     hashes: dict[str, str] | None = None) -> VerifyReport:
     """Verify a staged artifact directory (prefix/ + meta/) against its plan and toolchain."""
     return verify_tree(config_for(staged_dir, plan, toolchain, hashes))

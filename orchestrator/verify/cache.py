@@ -25,8 +25,14 @@ import os
 from pathlib import Path
 
 from orchestrator.fs import write_atomic
-from orchestrator.hashing import (canonical_json, digest_of, local_secret, remember_sha256,
-                                  remembered_sha256, sha256_file)
+from orchestrator.hashing import (
+    canonical_json,
+    digest_of,
+    local_secret,
+    remember_sha256,
+    remembered_sha256,
+    sha256_file,
+)
 from orchestrator.verify.inputs import VerifyConfig, rules_data
 from orchestrator.verify.report import FileFacts, Finding
 from orchestrator.verify.resolve import Closure, Resolver, realpath, within
@@ -53,7 +59,7 @@ class VerdictCache:
         self._secret = secret
 
     @staticmethod
-    def open(directory: Path) -> "VerdictCache | None":
+    def open(directory: Path) -> VerdictCache | None:
         """The cache in `directory` (None when it cannot be used: nothing is then reused)."""
         try:
             directory.mkdir(parents=True, exist_ok=True)

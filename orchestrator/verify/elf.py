@@ -13,9 +13,16 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestrator.verify.elf_header import (ELF_MAGIC, ElfHeader, c_string, names_index,
-                                           parse_header, read_verdef, read_verneed,
-                                           section_headers)
+from orchestrator.verify.elf_header import (
+    ELF_MAGIC,
+    ElfHeader,
+    c_string,
+    names_index,
+    parse_header,
+    read_verdef,
+    read_verneed,
+    section_headers,
+)
 from orchestrator.verify.gnuhash import GnuHashIndex
 
 SHN_UNDEF = 0

@@ -5,15 +5,14 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from fnmatch import fnmatch
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from orchestrator.verify.cache import RootKeys, VerdictCache
 from orchestrator.verify.checks.cuda import check_cuda
 from orchestrator.verify.checks.cxx_abi import check_cxx_abi
 from orchestrator.verify.checks.debug_info import check_debug_info
-from orchestrator.verify.checks.linkage import (check_required_symbols, check_resolution,
-                                                check_symbols)
+from orchestrator.verify.checks.linkage import check_required_symbols, check_resolution, check_symbols
 from orchestrator.verify.checks.portability import check_portability, vkey
 from orchestrator.verify.checks.python_ext import check_python, is_extension
 from orchestrator.verify.checks.state import State

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import pickle
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 A = TypeVar("A")
 B = TypeVar("B")

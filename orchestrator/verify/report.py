@@ -63,7 +63,7 @@ class VerifyReport:
     schema_version: Literal[1] = 1
 
     @staticmethod
-    def from_json(data: dict[str, Any]) -> "VerifyReport":
+    def from_json(data: dict[str, Any]) -> VerifyReport:
         """The report `to_json` wrote (KeyError/TypeError/ValueError when it is not one)."""
         known = {f.name for f in dataclasses.fields(VerifyReport)}
         if data.get("schema_version") != 1 or set(data) - known:

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from orchestrator.toolchain.materialize import Toolchain
 
 
-def torch_facts(toolchain: "Toolchain") -> TorchFacts | None:
+def torch_facts(toolchain: Toolchain) -> TorchFacts | None:
     """The locked torch's facts: recorded in toolchain.json, else probed now (not recorded)."""
     lib_dir = toolchain.site_packages() / "torch" / "lib"
     try:

@@ -12,14 +12,14 @@ import hashlib
 import os
 import re
 import shlex
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
-from orchestrator.store import roots_lock
 from orchestrator.errors import UserError
 from orchestrator.fs import atomic_symlink, is_stale_temp, write_atomic
-from orchestrator.store.artifacts import Store
 from orchestrator.model.store_layout import MANIFEST_NAME
+from orchestrator.store import roots_lock
+from orchestrator.store.artifacts import Store
 from orchestrator.workspace.links import apply_links, prune_links
 
 GEN_RE = re.compile(r"^profile-(\d+)-link$")

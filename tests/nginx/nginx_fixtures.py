@@ -1,11 +1,10 @@
 """pytest fixtures around NginxServer; test modules import them by name."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-
 from nginx_server import NginxServer
 
 

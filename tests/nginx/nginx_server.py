@@ -52,7 +52,7 @@ class NginxServer:
     def url(self, area: str = "cache") -> str:
         return f"http://127.0.0.1:{self.port}/{area}/"
 
-    def start(self) -> "NginxServer":
+    def start(self) -> NginxServer:
         binary = nginx_binary()
         if binary is None:
             raise RuntimeError("nginx is not installed (apt-get install nginx-light)")

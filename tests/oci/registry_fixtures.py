@@ -1,11 +1,10 @@
 """pytest fixtures around RegistryServer; test modules import them by name."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-
 from registry_server import RegistryServer
 
 

@@ -129,7 +129,7 @@ class RegistryServer:
             "  delete:\n    enabled: true\n"
             f"http:\n  addr: 127.0.0.1:{self.port}\n{auth}")
 
-    def start(self) -> "RegistryServer":
+    def start(self) -> RegistryServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         if not self.config.exists():
             self._write_config()

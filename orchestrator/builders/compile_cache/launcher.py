@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from orchestrator.memo import head_start
 from orchestrator.builders.compile_cache import distcc, sccache
 from orchestrator.builders.compile_cache.kind import CompileCache, resolve
 from orchestrator.builders.compile_cache.stats import STATS_LOG, BuildStats, read_stats
 from orchestrator.cache.compile_config import CompileCacheConfig, load_compile_cache_config
-from orchestrator.console import console
 from orchestrator.config.settings import Settings
+from orchestrator.console import console
+from orchestrator.memo import head_start
 
 DISTCC_VAR = "distcc_hosts"
 

@@ -10,8 +10,8 @@ with offsetof against the locked interpreter's headers (tests/test_debug_python_
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 Read = Callable[[int, int], bytes]
 

@@ -29,7 +29,7 @@ def _runtime_address() -> int:
         return 0
 
 
-def _native_line(level: int, frame: "gdb.Frame") -> str:
+def _native_line(level: int, frame: gdb.Frame) -> str:
     name = frame.name() or "??"
     sal = frame.find_sal()
     where = f" at {sal.symtab.filename}:{sal.line}" if sal.symtab is not None else ""
@@ -65,7 +65,7 @@ class PyBt(gdb.Command):
             gdb.write("  (no CPython 3.11 frames on this thread)\n")
 
 
-def skip_plt_locations(breakpoint: "gdb.Breakpoint") -> None:
+def skip_plt_locations(breakpoint: gdb.Breakpoint) -> None:
     """A breakpoint on a function that a library also calls through its own PLT (every
     default-visibility function of a -fPIC library, PyTorch's included) gets a location on the
     `@plt` stub too, and an attached gdb stops there first, with no source. Disable the stub

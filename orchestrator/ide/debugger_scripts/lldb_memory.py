@@ -3,12 +3,12 @@ lldb_orch, the type summaries in torch_types_lldb): one reader, raising each cal
 `Invalid` on a short or failed read."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import lldb  # type: ignore[import-not-found]
 
 
-def memory_reader(process: "lldb.SBProcess",
+def memory_reader(process: lldb.SBProcess,
                   invalid: type[Exception]) -> Callable[[int, int], bytes]:
     def read(addr: int, size: int) -> bytes:
         if size == 0:

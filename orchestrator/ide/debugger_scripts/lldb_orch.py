@@ -14,7 +14,7 @@ import cpython_frames  # noqa: E402
 from lldb_memory import memory_reader  # noqa: E402
 
 
-def _runtime_address(target: "lldb.SBTarget") -> int:
+def _runtime_address(target: lldb.SBTarget) -> int:
     for ctx in target.FindSymbols("_PyRuntime"):
         sym = ctx.GetSymbol()
         if sym.IsValid():
@@ -24,7 +24,7 @@ def _runtime_address(target: "lldb.SBTarget") -> int:
     return 0
 
 
-def python_frames(thread: "lldb.SBThread") -> list:
+def python_frames(thread: lldb.SBThread) -> list:
     """The thread's Python frames (innermost first); [] when none."""
     process = thread.GetProcess()
     target = process.GetTarget()
@@ -35,7 +35,7 @@ def python_frames(thread: "lldb.SBThread") -> list:
     return cpython_frames.python_frames(read, runtime, thread.GetThreadID())
 
 
-def _native_line(frame: "lldb.SBFrame") -> str:
+def _native_line(frame: lldb.SBFrame) -> str:
     name = frame.GetFunctionName() or frame.GetSymbol().GetName() or "??"
     module = frame.GetModule().GetFileSpec().GetFilename() or "?"
     line = f"  frame #{frame.GetFrameID()}: 0x{frame.GetPC():x} {module}`{name}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import struct
-from typing import Callable
+from collections.abc import Callable
 
 Read = Callable[[int, int], bytes]
 TORCH_VERSION = "2.13.0"
@@ -67,7 +67,7 @@ def scalar_type_text(value: int) -> str:
 
 def contiguous(sizes: list[int], strides: list[int]) -> bool:
     expected = 1
-    for size, stride in zip(reversed(sizes), reversed(strides)):
+    for size, stride in zip(reversed(sizes), reversed(strides), strict=False):
         if size != 1 and stride != expected:
             return False
         expected *= size

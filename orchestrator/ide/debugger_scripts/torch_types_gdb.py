@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import gdb  # type: ignore[import-not-found]
-
 import torch_types as tt
 
 
@@ -18,7 +17,7 @@ def _read(addr: int, size: int) -> bytes:
         raise tt.Invalid(f"cannot read 0x{addr:x}") from e
 
 
-def _member(val: "gdb.Value", *path: str) -> "gdb.Value | None":
+def _member(val: gdb.Value, *path: str) -> gdb.Value | None:
     try:
         for name in path:
             val = val[name]
@@ -27,14 +26,14 @@ def _member(val: "gdb.Value", *path: str) -> "gdb.Value | None":
         return None
 
 
-def _first_word(val: "gdb.Value") -> int:
+def _first_word(val: gdb.Value) -> int:
     if val.address is None:
         raise tt.Invalid("not in memory")
     return int.from_bytes(_read(int(val.address), 8), "little")
 
 
 class _Printer:
-    def __init__(self, val: "gdb.Value") -> None:
+    def __init__(self, val: gdb.Value) -> None:
         self.val = val
 
     def to_string(self) -> str:
@@ -124,7 +123,7 @@ PRINTERS = [
 ]
 
 
-def lookup(val: "gdb.Value"):
+def lookup(val: gdb.Value):
     try:
         kind = val.type.strip_typedefs()
         if kind.code == gdb.TYPE_CODE_REF:

@@ -3,7 +3,6 @@ the process). Registered by lldb_orch in the category `orch-torch`."""
 from __future__ import annotations
 
 import lldb  # type: ignore[import-not-found]
-
 import torch_types as tt
 from lldb_memory import memory_reader
 
@@ -21,16 +20,16 @@ SUMMARIES = {
 }
 
 
-def _reader(value: "lldb.SBValue"):
+def _reader(value: lldb.SBValue):
     return memory_reader(value.GetProcess(), tt.Invalid)
 
 
-def _deref(value: "lldb.SBValue") -> "lldb.SBValue":
+def _deref(value: lldb.SBValue) -> lldb.SBValue:
     value = value.GetNonSyntheticValue()
     return value.Dereference() if value.GetType().IsReferenceType() else value
 
 
-def _child(value: "lldb.SBValue", *path: str) -> "lldb.SBValue | None":
+def _child(value: lldb.SBValue, *path: str) -> lldb.SBValue | None:
     for name in path:
         value = value.GetChildMemberWithName(name)
         if not value.IsValid():
@@ -38,14 +37,14 @@ def _child(value: "lldb.SBValue", *path: str) -> "lldb.SBValue | None":
     return value
 
 
-def _address(value: "lldb.SBValue") -> int:
+def _address(value: lldb.SBValue) -> int:
     addr = value.GetLoadAddress()
     if addr == lldb.LLDB_INVALID_ADDRESS:
         raise tt.Invalid("not in memory")
     return addr
 
 
-def _pointer_at(value: "lldb.SBValue") -> int:
+def _pointer_at(value: lldb.SBValue) -> int:
     """The first word of the object: intrusive_ptr's target_ (its only member)."""
     return int.from_bytes(_reader(value)(_address(value), 8), "little")
 
@@ -107,7 +106,7 @@ def small_vector_summary(valobj, internal_dict):  # noqa: ARG001
     return f"size={n}"
 
 
-def _find(value: "lldb.SBValue", name: str, depth: int = 4) -> "lldb.SBValue | None":
+def _find(value: lldb.SBValue, name: str, depth: int = 4) -> lldb.SBValue | None:
     """A member of value or of one of its base classes."""
     found = value.GetChildMemberWithName(name)
     if found.IsValid():
@@ -167,7 +166,7 @@ def __lldb_init_module(debugger, internal_dict):  # noqa: N807 (lldb's hook)
     register(debugger)
 
 
-def register(debugger: "lldb.SBDebugger") -> None:
+def register(debugger: lldb.SBDebugger) -> None:
     for function, regex in SUMMARIES.items():
         debugger.HandleCommand(f'type summary add -w {CATEGORY} -F {__name__}.{function} '
                                f'-x "{regex}"')

@@ -10,7 +10,6 @@ from orchestrator.verify.elf import ElfInfo
 from orchestrator.verify.report import Finding
 from orchestrator.verify.resolve import realpath, within
 
-
 _OLD_ABI = re.compile(r"(?<!__cxx11::)\bstd::(string|basic_string<|basic_(i|o)?stringstream<|"
                       r"(i|o)?stringstream\b|list<)")
 

@@ -13,10 +13,8 @@ from orchestrator.verify.checks.state import State
 from orchestrator.verify.dwarf import debug_facts
 from orchestrator.verify.elf import ElfInfo
 from orchestrator.verify.inputs import VerifyConfig
-from orchestrator.verify.lldb_reading import (LLDB14_FLAGS, PROBE_TIMEOUT_S, flags_to_add,
-                                                 probe, unreadable)
+from orchestrator.verify.lldb_reading import LLDB14_FLAGS, PROBE_TIMEOUT_S, flags_to_add, probe, unreadable
 from orchestrator.verify.report import Finding
-
 
 DEFAULT_OPT = {"RelWithDebInfo": "2", "Debug": "0"}
 DEBUG_TYPES = ("RelWithDebInfo", "Debug")

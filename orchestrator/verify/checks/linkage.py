@@ -23,7 +23,7 @@ def check_resolution(st: State) -> list[Finding]:
     allowed = [*BASE_SYSTEM_LIBS, *st.config.rules.allowed_system_libs]
     seen: set[tuple[str, str]] = set()
     own = {o.path for o in st.objects.values()}
-    for rel, closure in st.closures.items():
+    for closure in st.closures.values():
         for e in closure.edges:
             key = (str(e.needed_by), e.soname)
             if key in seen:
