@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from orchestrator.config.command_line import cli_argv
 from orchestrator.memo.file_reads import offer, stat_sig
 from orchestrator.memo.plan_memo import FORMAT, Command, begin, command_of
 from orchestrator.model.store_layout import MANIFEST_NAME, TOOLCHAIN_JSON, StorePaths
+from orchestrator.verbs.replies import Reply, build_reply, switch_reply, write_plain
 
 
 def answer(repo_root: Path) -> None:
@@ -51,35 +51,25 @@ def answer(repo_root: Path) -> None:
         return  # a memo this code cannot read: the full command writes a new one
     if reply is None:
         return
-    data, human = reply
-    if cmd.variables.get("format") == "json":
-        sys.stdout.write(json.dumps(data, sort_keys=True) + "\n")
-    else:
-        sys.stderr.write(human + "\n")
-    sys.stdout.flush()
-    sys.stderr.flush()
+    write_plain(reply, cmd.variables.get("format") == "json")
     raise SystemExit(0)
 
 
-def noop_build_reply(memo: dict[str, Any], t0: float) -> tuple[dict[str, Any], str]:
-    """The no-op build's JSON and human line, as verbs/build.py prints them."""
-    human = (f"up to date: {memo['recipe']} {memo['variant']} {memo['id']}: present → "
-             f"{memo['artifact']} ({time.monotonic() - t0:.2f}s)")
-    return {"id": memo["id"], "path": memo["artifact"], "origin": "present",
-            "recipe": memo["recipe"], "variant": memo["variant"]}, human
+def noop_build_reply(memo: dict[str, Any], t0: float) -> Reply:
+    """The no-op build's answer (verbs.replies, as verbs/build.py gives it)."""
+    return build_reply(memo["recipe"], memo["variant"], memo["id"], memo["artifact"], "present",
+                       time.monotonic() - t0)
 
 
-def noop_switch_reply(cmd: Command, memo: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
-    """Make the switch, then its JSON and human line as verbs/switch.py prints them (None:
+def noop_switch_reply(cmd: Command, memo: dict[str, Any]) -> Reply | None:
+    """Make the switch, then its answer (verbs.replies, as verbs/switch.py gives it; None:
     the full command has to run)."""
     done = switch(cmd, memo)
     if done is None:
         return None
     gen, changed = done
-    human = (f"{'switched' if changed else 'already active'}: {cmd.workspace} generation {gen}"
-             f" → {memo['recipe']} {memo['variant']} {memo['id']} (present)")
-    return {"generation": gen, "changed": changed, "path": memo["artifact"], "id": memo["id"],
-            "origin": "present"}, human
+    return switch_reply(str(cmd.workspace), gen, changed, memo["recipe"], memo["variant"],
+                        memo["id"], memo["artifact"], "present")
 
 
 def still_holds(cmd: Command, memo: dict[str, Any]) -> bool:

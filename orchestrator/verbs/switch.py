@@ -14,6 +14,7 @@ from orchestrator.store import roots_lock
 from orchestrator.store.artifacts import Store
 from orchestrator.toolchain.materialize import TOOLCHAIN_JSON
 from orchestrator.verbs.output import emit
+from orchestrator.verbs.replies import switch_reply
 from orchestrator.workspace.activate import activate
 from orchestrator.workspace.profiles import Workspace
 
@@ -48,11 +49,9 @@ def cmd_switch(settings: Settings, words: list[str] | None = None) -> None:
         gen, changed = activate(Workspace(settings.workspace), store, r, toolchain)
     with tracing_ide() as ide:
         written = refresh_if_managed(settings, r.plan, toolchain)  # .vscode/ etc. follow it
-    state = "switched" if changed else "already active"
-    emit(settings, {"generation": gen, "changed": changed, "path": str(r.path),
-                    "id": r.plan.artifact_id, "origin": r.origin},
-         f"{state}: {settings.workspace} generation {gen} → {r.plan.recipe.name} "
-         f"{r.plan.variant_name} {r.plan.artifact_id} ({r.origin})")
+    data, human = switch_reply(str(settings.workspace), gen, changed, r.plan.recipe.name,
+                               r.plan.variant_name, r.plan.artifact_id, str(r.path), r.origin)
+    emit(settings, data, human, markup=False)
     remember(r, {"workspace": str(settings.workspace), "toolchain": str(toolchain.root),
                  "toolchain_sig": stat_sig(str(toolchain.root / TOOLCHAIN_JSON)),
                  "outputs": path_outputs(r.plan.recipe),
