@@ -118,8 +118,37 @@ SLOW_FILES_FIRST = ("test_pytorch_build.py", "test_lock_check.py", "test_pytorch
                     "test_pytorch_workspace.py", "test_pytorch_full_path.py", "test_readme.py")
 
 
+# `unit` (pytest -m unit: seconds, no toolchain, no build, no server) or `e2e` (real cmake,
+# ninja, gcc, pip, lldb, nginx, registries, buildbot). A test is e2e when it asks for a
+# fixture below (or one of its fixtures does) or lives in a file below, whose tests run
+# real components from their own bodies.
+E2E_FIXTURES = frozenset({"session_toolchain", "session_cuda_toolchain", "store", "doit",
+                          "project"})
+E2E_FILES = frozenset({
+    "test_bootstrap.py", "test_readme.py", "test_debugging_doc.py", "test_lock_check.py",
+    "test_lock_toolchain.py", "test_head_start.py", "test_plan_memo.py", "test_memo_toolchain.py",
+    # servers (nginx, registries, stalled sockets), compilers or doit runs in the tests' bodies
+    "test_leftovers.py", "test_pytorch2_checkout.py", "test_bad_input_generated.py",
+    "test_pytorch_frontend.py", "test_pytorch_full_path.py", "test_toolchain_integrity.py",
+    "test_cache_packs.py", "test_deadlines.py", "test_cache_oci.py", "test_cli_help.py",
+    "test_hostile_records.py", "test_cache_backends.py", "test_output.py", "test_compile_cache.py",
+    "test_verify_elf.py", "test_cache_check.py", "test_bad_input_classes.py",
+    "test_wheel_progress.py", "test_clean_stale_race.py", "test_static_checks.py",
+})
+
+
+def is_e2e(item: pytest.Item) -> bool:
+    names = set(getattr(item, "fixturenames", ()))
+    return bool(names & E2E_FIXTURES) or item.path.name in E2E_FILES \
+        or item.get_closest_marker("pytorch") is not None
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Slow files first, each file's own order kept (a stable sort)."""
+    """Each test marked unit or e2e; slow files first, each file's own order kept (a stable
+    sort)."""
+    for item in items:
+        item.add_marker(pytest.mark.e2e if is_e2e(item) else pytest.mark.unit)
+
     def rank(item: pytest.Item) -> int:
         name = item.path.name
         return SLOW_FILES_FIRST.index(name) if name in SLOW_FILES_FIRST else len(SLOW_FILES_FIRST)
