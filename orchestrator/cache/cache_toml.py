@@ -21,7 +21,7 @@ import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -32,6 +32,7 @@ from orchestrator.model.user_file import read_toml
 if TYPE_CHECKING:  # nacl: loaded only where keys are used, not by every build's settings
     from orchestrator.cache.signing import TrustedKeys
 
+M = TypeVar("M", bound=BaseModel)
 CONFIG_ENV = "ORCH_CACHE_CONFIG"
 TOKEN_ENV = "ORCH_CACHE_TOKEN"
 USER_ENV = "ORCH_CACHE_USER"
@@ -103,22 +104,37 @@ def config_path(repo_root: Path, env: Mapping[str, str] | None = None) -> Path:
     return Path(env.get(CONFIG_ENV) or repo_root / "cache.toml")
 
 
-def load_config(repo_root: Path, env: Mapping[str, str] | None = None) -> CacheConfig:
-    """Read and validate the cache config; a missing default file means "no cache"."""
+def read_cache_toml(repo_root: Path, env: Mapping[str, str] | None = None) -> tuple[Path, dict[str, Any] | None]:
+    """cache.toml (or $ORCH_CACHE_CONFIG) read once for every table of it: its path and its
+    data, None when the default file is absent (no artifact cache, a local compile cache)."""
     env = os.environ if env is None else env
     path = config_path(repo_root, env)
     note_path(path)  # a plan memo: a cache.toml written later counts
     if not path.is_file():
         if env.get(CONFIG_ENV):
             raise UserError(f"{CONFIG_ENV}={path}: no such file")
-        return CacheConfig()
-    data = read_toml(path, "fix the cache config")
+        return path, None
+    return path, read_toml(path, "fix the cache config")
+
+
+def table_of(path: Path, data: dict[str, Any] | None, name: str, model: type[M]) -> M:
+    """Table [name] of cache.toml validated by `model` (its defaults when absent); a bad
+    value is one line naming the file and the key."""
+    table = {} if data is None else data.get(name, {})
+    if not isinstance(table, dict):
+        raise UserError(f"{path}: {name} must be a table ([{name}])")
     try:
-        cfg = CacheConfig.model_validate(data.get("cache", {}))
+        return model.model_validate(table)
     except ValidationError as e:
         err = e.errors()[0]
         field = ".".join(str(x) for x in err["loc"])
-        raise UserError(f"{path}: cache.{field}: {err['msg']}") from None
+        raise UserError(f"{path}: {name}.{field}: {err['msg']}") from None
+
+
+def load_config(repo_root: Path, env: Mapping[str, str] | None = None) -> CacheConfig:
+    """The artifact cache's [cache]; a missing default file means "no cache"."""
+    path, data = read_cache_toml(repo_root, env)
+    cfg = table_of(path, data, "cache", CacheConfig)
     cfg.trusted()  # parse the keys now so a bad line is reported with the file
     return cfg
 

@@ -12,16 +12,12 @@ Nothing here reaches a derivation: these settings change how fast objects appear
 """
 from __future__ import annotations
 
-import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from orchestrator.cache.cache_toml import CONFIG_ENV, config_path
-from orchestrator.errors import UserError
-from orchestrator.memo.file_reads import note_path
+from orchestrator.cache.cache_toml import read_cache_toml, table_of
 
 REMOTE_SCHEMES = ("http://", "https://", "file://", "redis://")
 TABLE = "compile_cache"
@@ -53,23 +49,5 @@ def load_compile_cache_config(repo_root: Path,
                               env: Mapping[str, str] | None = None) -> tuple[CompileCacheConfig, str]:
     """The [compile_cache] table and where it came from (for messages); a missing default
     cache.toml means local only."""
-    env = os.environ if env is None else env
-    path = config_path(repo_root, env)
-    note_path(path)  # a plan memo: a cache.toml written later counts
-    if not path.is_file():
-        if env.get(CONFIG_ENV):
-            raise UserError(f"{CONFIG_ENV}={path}: no such file")
-        return CompileCacheConfig(), f"{path}:{TABLE}"
-    try:
-        data = tomllib.loads(path.read_text())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: malformed TOML: {e}; fix the cache config") from None
-    table = data.get(TABLE, {})
-    if not isinstance(table, dict):
-        raise UserError(f"{path}: {TABLE} must be a table ([{TABLE}])")
-    try:
-        return CompileCacheConfig.model_validate(table), f"{path}:{TABLE}"
-    except ValidationError as e:
-        err = e.errors()[0]
-        field = ".".join(str(x) for x in err["loc"])
-        raise UserError(f"{path}: {TABLE}.{field}: {err['msg']}") from None
+    path, data = read_cache_toml(repo_root, env)
+    return table_of(path, data, TABLE, CompileCacheConfig), f"{path}:{TABLE}"
