@@ -18,11 +18,11 @@ from orchestrator.cache.blob_upload import upload_blobs
 from orchestrator.cache.cache_toml import CacheConfig
 from orchestrator.cache.errors import CacheError
 from orchestrator.cache.signing import SecretKey
-from orchestrator.cache.toolchain_record import ToolchainRecord, ToolchainSummary, toolchain_record_key
+from orchestrator.cache.toolchain_record import ToolchainRecord, toolchain_record_key
 from orchestrator.cache.transfer import TransferStats
 from orchestrator.console import working
 from orchestrator.hashing import pretty_json
-from orchestrator.model.cache_record import Signature
+from orchestrator.model.cache_record import ContentSummary, Signature
 from orchestrator.model.lock import Lock, PythonEntry
 from orchestrator.model.manifest import FileEntry
 from orchestrator.store import tree_manifest
@@ -95,7 +95,7 @@ def signed_toolchain_record(root: Path, lock: Lock, key: SecretKey) -> Toolchain
         record = ToolchainRecord(
             hash=root.name, lock=lock.name, lock_digest=digest, root=written, python=py.path,
             relocate=relocate, files=files,
-            summary=ToolchainSummary(files=len(files), bytes=sum(f.size for f in files),
+            summary=ContentSummary(files=len(files), bytes=sum(f.size for f in files),
                                      blobs=len({f.sha256 for f in files if f.kind == "file"})))
     except ValidationError as e:
         msg = str(e.errors()[0]["msg"]).removeprefix("Value error, ")

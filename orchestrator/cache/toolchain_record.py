@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from orchestrator.model.cache_record import CONTROL_RE, SHA256_RE, Signature, files_problem
+from orchestrator.model.cache_record import CONTROL_RE, SHA256_RE, ContentSummary, Signature, files_problem
 from orchestrator.model.manifest import FileEntry
 from orchestrator.model.process_values import PATH_MAX
 
@@ -41,13 +41,6 @@ def absolute_problem(path: str, what: str) -> str | None:
     return None
 
 
-class ToolchainSummary(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    files: int
-    bytes: int
-    blobs: int
-
-
 class ToolchainRecord(BaseModel):
     """One materialized toolchain in the cache; `files[*].sha256` name the `cas/` blobs."""
     model_config = ConfigDict(extra="forbid")
@@ -58,7 +51,7 @@ class ToolchainRecord(BaseModel):
     root: str                   # absolute root at push time, rewritten on pull
     python: str                 # the lock's interpreter, target of venv/bin/python*
     relocate: list[str]         # text files that contain `root`
-    summary: ToolchainSummary
+    summary: ContentSummary
     files: list[FileEntry]
     signature: Signature | None = None
 

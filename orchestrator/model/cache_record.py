@@ -95,13 +95,18 @@ def packs_problem(packs: list[Pack], sizes: dict[str, int]) -> str | None:
     return None
 
 
-class Summary(BaseModel):
-    """What a reviewer wants to see without reading the whole manifest."""
+class ContentSummary(BaseModel):
+    """What a reviewer of a record (an artifact's, a toolchain's) sees without reading its
+    file list: how many files, bytes and distinct blobs."""
     model_config = ConfigDict(extra="forbid")
-    derivation_sha256: str
     files: int
     bytes: int
     blobs: int
+
+
+class Summary(ContentSummary):
+    """An artifact record's summary: its contents and the digest of its derivation."""
+    derivation_sha256: str
 
 
 # A relative, normalized path without control characters: no empty, "." or ".." component.
