@@ -8,12 +8,13 @@ and remove it once that process is gone.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 TEMP_RE = re.compile(r"\.tmp-(?P<pid>\d+)-[0-9a-f]+$")
 
@@ -141,3 +142,28 @@ def atomic_symlink(target: str | Path, link: Path) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+class JsonDictFile:
+    """A dict kept in one JSON file (a cache: stat answers, probe answers): read once, an
+    unreadable or foreign file read as empty; written atomically, only when `dirty`, and not
+    fsynced (losing it costs a recomputation, never a wrong answer)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.dirty = False
+        try:
+            loaded = json.loads(path.read_text())
+        except (OSError, ValueError):
+            loaded = {}
+        self.entries: dict[str, list[Any]] = loaded if isinstance(loaded, dict) else {}
+
+    def put(self, key: str, value: list[Any]) -> None:
+        self.entries[key] = value
+        self.dirty = True
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        write_atomic(self.path, json.dumps(self.entries, separators=(",", ":")), durable=False)
+        self.dirty = False

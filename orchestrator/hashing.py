@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from orchestrator.fs import temp_sibling, write_atomic
+from orchestrator.fs import JsonDictFile, temp_sibling
 from orchestrator.memo.file_reads import note_stat
 
 CHUNK = 1 << 20
@@ -109,21 +109,9 @@ def digest_of(obj: Any) -> str:
     return sha256_bytes(canonical_json(obj))
 
 
-class StatCache:
+class StatCache(JsonDictFile):
     """Maps (path, size, mtime_ns, ino, ctime_ns) to sha256 so unchanged files are not re-read.
-
-    Stored as one JSON file; written atomically. A stale entry is impossible to hit because
-    any write to a file changes its mtime/ctime.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.entries: dict[str, list] = {}
-        self.dirty = False
-        try:
-            self.entries = json.loads(path.read_text())
-        except (OSError, ValueError):
-            self.entries = {}
+    A stale entry is impossible to hit because any write to a file changes its mtime/ctime."""
 
     def sha256(self, file: Path) -> str:
         st = file.stat()
@@ -134,15 +122,8 @@ class StatCache:
         if hit and hit[:4] == sig:
             return hit[4]
         digest = sha256_file(file)
-        self.entries[key] = sig + [digest]
-        self.dirty = True
+        self.put(key, sig + [digest])
         return digest
-
-    def save(self) -> None:
-        if not self.dirty:
-            return
-        write_atomic(self.path, json.dumps(self.entries, separators=(",", ":")), durable=False)
-        self.dirty = False
 
 
 def iter_tree(root: Path, exclude_dirs: Iterable[str] = (".git",)) -> list[Path]:

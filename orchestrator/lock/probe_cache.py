@@ -13,13 +13,11 @@ one that matched the lock.
 """
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
-from orchestrator.fs import write_atomic
+from orchestrator.fs import JsonDictFile
 from orchestrator.memo.file_reads import note_binary, untraced
 
 Answer = TypeVar("Answer")
@@ -36,17 +34,8 @@ def binary_signature(path: str) -> list[Any] | None:
     return [real, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
 
 
-class ProbeCache:
+class ProbeCache(JsonDictFile):
     """question + file path -> [signature..., answer], loaded from and saved to `path`."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.dirty = False
-        try:
-            loaded = json.loads(path.read_text())
-            self.entries: dict[str, list[Any]] = loaded if isinstance(loaded, dict) else {}
-        except (OSError, ValueError):
-            self.entries = {}
 
     def answer(self, file: str, question: str, ask: Callable[[], Answer]) -> Answer:
         """`ask()`'s answer to `question`, remembered while `file`'s signature holds."""
@@ -61,12 +50,5 @@ class ProbeCache:
         with untraced():  # a trace keys this answer by the binary's signature, noted above
             found = ask()
         if found is not None:
-            self.entries[key] = [*sig, found]
-            self.dirty = True
+            self.put(key, [*sig, found])
         return found
-
-    def save(self) -> None:
-        if not self.dirty:
-            return
-        write_atomic(self.path, json.dumps(self.entries, separators=(",", ":")), durable=False)
-        self.dirty = False
