@@ -29,7 +29,8 @@ def one_error(res) -> str:  # noqa: ANN001
 
 
 def test_every_task_has_a_table_and_every_variable_is_declared() -> None:
-    names = {getattr(tasks, n)().get("basename", n[5:]) for n in dir(tasks) if n.startswith("task_")}
+    verbs = [n for n in dir(tasks) if n.startswith("task_") and n != "task_artifact"]  # cli.graph's
+    names = {getattr(tasks, n)().get("basename", n[5:]) for n in verbs}
     assert names | cli_vars.BEFORE_DOIT == set(cli_vars.VERBS)
     assert not names & cli_vars.BEFORE_DOIT
     for verb in cli_vars.VERBS.values():

@@ -31,6 +31,7 @@ from orchestrator.console import console
 from orchestrator.errors import CheckFailed, UserError, is_no_space, no_space
 
 REPO_ROOT: Path = Path.cwd()
+ARTIFACT_TASKS = "artifact"  # cli.graph: artifact:<recipe>:<variant>
 DEP_FILE = ":memory:"  # sqlite3's name for a database that is never written to disk
 
 def configure(repo_root: Path) -> None:
@@ -106,6 +107,11 @@ def preflight(argv: list[str]) -> None:
         raise SystemExit(0)
 
     for w in verbs:
+        if w == ARTIFACT_TASKS:
+            refuse(f"`doit {w}` alone would realise every recipe variant; name one: "
+                   f"doit {w}:<recipe>:<variant> (`doit list --all` lists them)")
+        if w.startswith(ARTIFACT_TASKS + ":"):
+            continue  # cli.graph's tasks; doit itself refuses a name it does not have
         if w not in cli_vars.VERBS:
             hint = cli_vars.did_you_mean(w, [*cli_vars.VERBS, *DOIT_COMMANDS], "`doit {}`")
             refuse(f"unknown verb {w!r}{hint or '; `doit list` shows the verbs'}")
@@ -116,8 +122,10 @@ def preflight(argv: list[str]) -> None:
         seen[name] = value
 
 
-def current_settings(verb: str | None = None) -> Settings:
-    variables = command_vars()
+def current_settings(verb: str | None = None, fixed: dict[str, str] | None = None) -> Settings:
+    """The command line's settings; `fixed` variables (an artifact task's recipe and variant)
+    replace the command line's."""
+    variables = {**command_vars(), **(fixed or {})}
     if verb is not None:
         cli_vars.check_verb_vars(verb, list(variables))
     return Settings.from_vars(REPO_ROOT, variables)
@@ -130,13 +138,15 @@ def load_verb(ref: str) -> Callable[..., object]:
     return getattr(importlib.import_module(f"orchestrator.verbs.{module}"), function)
 
 
-def action(verb: str, name: str | None = None, words: list[str] | None = None) -> Callable[[], object]:
+def action(verb: str, name: str | None = None, words: list[str] | None = None,
+           fixed: dict[str, str] | None = None) -> Callable[[], object]:
     """A doit python-action running verb (see load_verb) with the command line's settings
-    (checked against the variables verb `name` takes), and its positional words if given."""
+    (checked against the variables verb `name` takes, `fixed` ones replacing them), and its
+    positional words if given."""
 
     def run() -> object:
         try:
-            settings = current_settings(name)
+            settings = current_settings(name, fixed)
             fn = load_verb(verb)
             # What is imported lives as long as the command: the collector no longer walks
             # it (its full collections cost an edit → build 0.04-0.06 s, in verify).

@@ -5,6 +5,7 @@ only: a task function carries no docstring of its own to drift from them."""
 from __future__ import annotations
 
 from orchestrator.cli.doit_glue import args_task, task
+from orchestrator.cli.graph import task_artifact  # noqa: F401 - doit collects task_* from here
 
 
 def task_lock():
