@@ -38,3 +38,15 @@ def test_the_group_alone_is_refused_before_anything_runs(doit) -> None:
     assert res.returncode == 2, res.output
     lines = [ln for ln in res.output.splitlines() if ln.strip()]
     assert len(lines) == 1 and "doit artifact:<recipe>:<variant>" in lines[0], res.output
+
+
+def test_a_recipe_that_does_not_read_is_left_out_of_the_listing(tmp_path) -> None:
+    """Every doit command lists the tasks: a broken recipe must not break them (its own
+    `doit build recipe=...` reports it), however deep its nesting."""
+    from orchestrator.cli.graph import recipe_variants
+
+    (tmp_path / "good.toml").write_text('[variants.release]\n[variants.debug]\n')
+    (tmp_path / "deep.toml").write_text("x = " + "{a = " * 2000 + "1" + "}" * 2000 + "\n")
+    (tmp_path / "bad.toml").write_text("[variants\n")
+    (tmp_path / "latin1.toml").write_bytes(b"x = '\xff'\n")
+    assert recipe_variants(tmp_path) == [("good", ["debug", "release"])]
