@@ -39,6 +39,18 @@ step "compile the project's bytecode" .venv/bin/python -m compileall -q orchestr
 # The PyTorch recipes' prerequisites: deb-src entry, Debian build-deps, pinned tarballs
 # (its own steps, numbered on from these).
 .ci/pytorch-prereqs.sh
+# The CUDA 12.4 debs of locks/cuda12.toml (~1 GB, unpacked less their static libraries) into the
+# machine's deb cache, once: a cuda12 toolchain (the tests make one per run) then copies trees.
+step "pre-fetch the CUDA 12.4 debs" .venv/bin/python -m orchestrator.toolchain.deb_install locks cuda12
+# ... and those locks/pytorch2-cuda12.toml adds (the math libraries ATen links, ~650 MB).
+step "pre-fetch PyTorch's CUDA 12.4 debs" .venv/bin/python -m orchestrator.toolchain.deb_install locks pytorch2-cuda12
+# The CUDA torch toolchain (locks/cuda13-torch.toml: ~5.6 GB from ~3.8 GB of local wheels), once
+# per machine into a store of its own that the tests reuse (tests/conftest.py MACHINE_TOOLCHAINS;
+# a changed lock is a new directory there).
+test_toolchains="${ORCH_TEST_TOOLCHAINS:-$HOME/.cache/orchestrator/test-toolchains}"
+mkdir -p "$test_toolchains"
+step "materialize the CUDA torch toolchain for the tests" .venv/bin/doit toolchain lock=cuda13-torch \
+  store="$test_toolchains/cuda13-torch"
 
 # The main job on the bundled demo: build, then make it the workspace's active profile.
 step "doit build variant=relwithdebinfo" .venv/bin/doit build variant=relwithdebinfo

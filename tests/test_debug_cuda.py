@@ -19,6 +19,14 @@ def test_host_breakpoint_in_a_cu_file_stops_with_its_arguments(tmp_path: Path,
                  ("vscode",)):
         res = run_doit(root, *args, f"store={store}")
         assert res.returncode == 0, res.output   # verify's lldb-14 reading included
+    # CUDA 13 has no cuda-gdb on any registry here: no cuda-gdb files, and `doit vscode` says so;
+    # asking for them is one line, exit 2 (cuda-gdb 12.4: test_debug_cuda12).
+    assert "no cuda-gdb in the toolchain (CUDA 13.0" in res.output, res.output
+    assert not (root / ".orch/bin/cuda-gdb").exists() and not (root / ".orch/cuda-gdbinit").exists()
+    assert "cuda-gdb" not in (root / ".vscode/launch.json").read_text()
+    bad = run_doit(root, "vscode", "cuda_gdb=1", f"store={store}")
+    assert bad.returncode == 2 and "Traceback" not in bad.output, bad.output
+    assert "cuda_gdb=1: the toolchain of recipe cudademo (lock cuda13) has CUDA 13.0" in bad.stderr, bad.output
     source = root / "recipes/cudademo/axpy.cu"
     line = next(i for i, ln in enumerate(source.read_text().splitlines(), 1)
                 if ln.strip() == "*bad = -1;")

@@ -16,7 +16,8 @@ def test_the_committed_locks_are_current(tmp_path):
                    timeout=1200)
     assert res.returncode == 0, res.output
     assert "would change" not in res.output
-    for name in ("toolchain", "pytorch", "pytorch2", "cuda13"):
+    for name in ("toolchain", "pytorch", "pytorch2", "cuda13", "cuda12", "cuda13-torch",
+                 "pytorch2-cuda12"):
         assert f"{name}.lock.json: unchanged" in res.output, res.output
     assert {p.name: p.read_bytes() for p in (project / "locks").iterdir()} == before
 

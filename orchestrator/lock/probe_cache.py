@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from orchestrator.fs import JsonDictFile
+from orchestrator.fs import FileSig, JsonDictFile
 from orchestrator.memo.file_reads import note_binary, untraced
 
 Answer = TypeVar("Answer")
@@ -31,7 +31,7 @@ def binary_signature(path: str) -> list[Any] | None:
         st = os.stat(real)
     except OSError:
         return None
-    return [real, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+    return [real, *FileSig.of(st)]
 
 
 class ProbeCache(JsonDictFile):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from orchestrator.errors import UserError
 from orchestrator.hashing import sha256_file
+from orchestrator.lock.apt_suite import resolve_suite_debs
 from orchestrator.lock.files import load_spec, lock_path
 from orchestrator.lock.probe import is_script, probe_compiler, probe_python, probe_syspkg
 from orchestrator.model.lock import CondaEntry, CudaSpec, CudaToolkitEntry, DebEntry, Lock, LockEntry, PypiEntry
@@ -148,6 +149,24 @@ def _requirement_name(req: str) -> str:
                         "\"nvidia-cuda-nvcc==13.0.88\"") from None
 
 
+# The deb toolkit's compiler package and where its tools are in it (Debian's layout).
+DEB_NVCC_PACKAGE = "nvidia-cuda-toolkit"
+DEB_TOOLKIT_ROOT = "usr/lib/nvidia-cuda-toolkit"
+# Where [cuda.gdb]'s packages are unpacked: <toolchain>/debs/<GDB_TREE>.
+GDB_TREE = "cuda-gdb"
+
+
+def cuda_deb_toolkit_entry(debs: list[DebEntry], where: Path) -> CudaToolkitEntry:
+    """The `cuda:toolkit` entry of a [cuda.debs] toolkit: its version is the compiler's
+    upstream release (nvidia-cuda-toolkit 12.4.131~12.4.1-2 -> 12.4.131)."""
+    by_name = {d.name: d for d in debs}
+    if DEB_NVCC_PACKAGE not in by_name:
+        raise UserError(f"{where}: [cuda.debs] packages lack {DEB_NVCC_PACKAGE} (nvcc); add it")
+    upstream = by_name[DEB_NVCC_PACKAGE].version.split(":")[-1].split("~")[0].split("-")[0]
+    return CudaToolkitEntry(version=upstream, root=DEB_TOOLKIT_ROOT, origin="deb",
+                            packages={d.name: d.sha256 for d in sorted(debs, key=lambda d: d.name)})
+
+
 def cuda_toolkit_entry(spec: CudaSpec, resolved: list[PypiEntry], where: Path) -> CudaToolkitEntry:
     """The `cuda:toolkit` entry: the [cuda] wheels as pip resolved them, by sha256; its
     version is nvidia-cuda-nvcc's (the compiler's release)."""
@@ -181,8 +200,16 @@ def resolve_lock(locks_dir: Path, name: str, upgrade: bool = False,
     cuda_reqs = spec.cuda.requirements if spec.cuda is not None else []
     pypi = resolve_pypi(py.path, [*spec.pypi.requirements, *cuda_reqs], preferred)
     entries += pypi
-    if spec.cuda is not None:
-        entries.append(cuda_toolkit_entry(spec.cuda, pypi, locks_dir / f"{name}.toml"))
+    where = locks_dir / f"{name}.toml"
+    with tempfile.TemporaryDirectory(prefix="orch-apt-suite-") as home:  # one index per suite
+        if spec.cuda is not None and spec.cuda.debs is not None:  # (not with requirements: CudaSpec)
+            suite_debs = resolve_suite_debs(spec.cuda.debs, Path(home))
+            entries += suite_debs
+            entries.append(cuda_deb_toolkit_entry(suite_debs, where))
+        if spec.cuda is not None and spec.cuda.gdb is not None:
+            entries += resolve_suite_debs(spec.cuda.gdb, Path(home), tree=GDB_TREE)
+    if spec.cuda is not None and spec.cuda.debs is None:
+        entries.append(cuda_toolkit_entry(spec.cuda, pypi, where))
     entries += resolve_debs(spec.deb.packages, spec.deb.exclude, apt_cache)
     for cname, command in sorted(spec.compilers.items()):
         entry = probe_compiler(cname, command, pin_programs=True)
@@ -201,6 +228,10 @@ def resolve_lock(locks_dir: Path, name: str, upgrade: bool = False,
     if spec.conda is not None:
         entries += resolve_conda((locks_dir / spec.conda.lockfile), spec.conda.platform)
     keyed = {e.key: e for e in entries}
+    if len(keyed) != len(entries):
+        dup = sorted(k for k in keyed if sum(e.key == k for e in entries) > 1)[0]
+        raise UserError(f"{where}: {dup} is pinned twice (two sections name the package); "
+                        "name it in one of them")
     return Lock(name=name, spec_sha256=spec_sha, platform=platform_facts(), entries=keyed)
 
 

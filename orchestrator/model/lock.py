@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from orchestrator.hashing import digest_of
 
@@ -81,12 +89,30 @@ class PypiEntry(_Entry):
 
 
 class DebEntry(_Entry):
+    """A Debian package, unpacked (never installed) into the toolchain.
+
+    `suite` and `pool` are set for a package of a suite the machine's apt sources do not list
+    (CUDA 12.4 from trixie's non-free): it is fetched from the mirror the machine's sources
+    name, at `<pool>/<filename>`, by sha256; `omit`: file-name patterns of members not
+    unpacked (the gigabytes of static libraries nvidia-cuda-dev carries). Entries without them
+    dump exactly as they did (same digests)."""
     kind: Literal["deb"] = "deb"
     name: DEB_NAME
     version: DEB_VERSION
     arch: ARCH
     sha256: SHA256
     filename: FILE_NAME
+    suite: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,40}$")] | None = None
+    pool: Annotated[str, Field(pattern=r"^pool/[a-z-]+(/[A-Za-z0-9+.~_-]+){2}$")] | None = None
+    omit: tuple[Annotated[str, Field(pattern=r"^[A-Za-z0-9_+.*?\[\]-]{1,100}$")], ...] | None = None
+    # Unpacked into <toolchain>/debs/<tree> instead of debs/root: a program's own runtime
+    # (cuda-gdb's trixie libc and libstdc++), kept off every library path of the build.
+    tree: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,40}$")] | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if v is not None or k not in ("suite", "pool", "omit", "tree")}
 
 
 class ProgramPin(BaseModel):
@@ -149,9 +175,20 @@ class CudaToolkitEntry(_Entry):
     kind: Literal["cuda"] = "cuda"
     name: Literal["toolkit"] = "toolkit"
     version: PEP440
-    root: Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+(/[A-Za-z0-9_]+)*$")]
-    packages: dict[PYPI_NAME, SHA256]
+    root: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$")]
+    packages: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9.+_-]{0,200}$")], SHA256]
     layout: int = 1
+    # "pypi": wheels, root relative to site-packages; "deb": Debian packages (`deb:<name>`
+    # entries), root relative to the unpacked debs (where nvcc's tools are). Dumped only
+    # when "deb" (the wheel toolkits' digests are as they were).
+    origin: Literal["pypi", "deb"] = "pypi"
+
+    @model_serializer(mode="wrap")
+    def _without_default_origin(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("origin") == "pypi":
+            data.pop("origin")
+        return data
 
 
 LockEntry = Annotated[
@@ -205,12 +242,38 @@ class CondaSpec(BaseModel):
     platform: str = "linux-64"
 
 
+class CudaDebSpec(BaseModel):
+    """`[cuda.debs]`: the toolkit from Debian packages of a suite the machine's apt sources
+    need not list (read from the mirror they name, with a private apt configuration). Exactly
+    `packages` are pinned (their dependencies are not followed: list what nvcc needs);
+    `omit`: per package, file-name patterns of members not unpacked."""
+    model_config = ConfigDict(extra="forbid")
+    suite: str
+    components: list[str] = ["main", "non-free"]
+    packages: list[str]
+    omit: dict[str, list[str]] = {}
+
+
 class CudaSpec(BaseModel):
     """`[cuda]`: the toolkit's wheels (all into one root of site-packages, e.g. nvidia/cu13);
-    resolved with [pypi] and pinned like it, plus one `cuda:toolkit` entry."""
+    resolved with [pypi] and pinned like it, plus one `cuda:toolkit` entry. Or, with
+    `[cuda.debs]` instead of requirements, from Debian packages."""
     model_config = ConfigDict(extra="forbid")
-    requirements: list[str]
+    requirements: list[str] = []
     root: str = "nvidia/cu13"
+    debs: CudaDebSpec | None = None
+    # `[cuda.gdb]`: Debian's nvidia-cuda-gdb with the libraries of its own suite (it needs a
+    # newer glibc than the machine's), unpacked apart and run through that suite's loader.
+    gdb: CudaDebSpec | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> CudaSpec:
+        if self.requirements and self.debs is not None:
+            raise ValueError("[cuda] has both requirements (wheels) and [cuda.debs]; a toolkit "
+                             "comes from one of them")
+        if not self.requirements and self.debs is None:
+            raise ValueError("[cuda] names no toolkit; give requirements (wheels) or [cuda.debs]")
+        return self
 
 
 class LockSpec(BaseModel):

@@ -13,6 +13,7 @@ import os
 import shutil
 
 from orchestrator.errors import UserError
+from orchestrator.fs import FileSig
 from orchestrator.hashing import StatCache
 from orchestrator.lock.probe import probe_compiler, probe_python, probe_syspkg
 from orchestrator.lock.probe_cache import ProbeCache
@@ -38,7 +39,7 @@ def probe_python_once(path: str, fresh: bool = False,
     if st is None:
         return probe_python(path)  # not found / unreadable: its own message
     note_stat(real, st)
-    key = (path, exe, real, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+    key = (path, exe, real, *FileSig.of(st))
     if fresh or key not in _PYTHON_PROBES:
         if fresh or probes is None:
             _PYTHON_PROBES[key] = probe_python(path)

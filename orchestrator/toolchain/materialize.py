@@ -17,8 +17,8 @@ from pathlib import Path
 from orchestrator.console import console, step
 from orchestrator.errors import CheckFailed, UserError, is_no_space, no_space
 from orchestrator.fs import remove_tree, temp_in, write_atomic
-from orchestrator.hashing import pretty_json, sha256_file
-from orchestrator.model.lock import CompilerEntry, DebEntry, Lock, PypiEntry, PythonEntry
+from orchestrator.hashing import pretty_json
+from orchestrator.model.lock import CompilerEntry, Lock, PypiEntry, PythonEntry
 from orchestrator.model.store_layout import TOOLCHAIN_JSON, StorePaths
 from orchestrator.store import tree_manifest
 from orchestrator.store.artifacts import Store
@@ -82,6 +82,13 @@ class Toolchain:
     @property
     def nvcc(self) -> Path | None:
         return self.cuda_root / "bin" / "nvcc" if self.cuda_root else self._compiler("nvcc")
+
+    @property
+    def cuda_gdb(self) -> Path | None:
+        """cuda-gdb of the locked toolkit (`[cuda.gdb]`: CUDA 12.4's, run through its suite's
+        loader by the toolkit root's bin/cuda-gdb), or None: no registry carries one for 13."""
+        gdb = self.cuda_root / "bin" / "cuda-gdb" if self.cuda_root else None
+        return gdb if gdb is not None and gdb.is_file() else None
 
     @property
     def debugger(self) -> debugger_env.LldbTools | None:
@@ -201,53 +208,14 @@ def _install_pypi(tmp: Path, lock: Lock, python_exe: str) -> None:
 
 
 def _install_debs(tmp: Path, lock: Lock) -> None:
-    debs = sorted((e for e in lock.entries.values() if isinstance(e, DebEntry)), key=lambda e: e.name)
-    if not debs:
-        return
-    dl = tmp / "debs" / "download"
-    root = tmp / "debs" / "root"
-    dl.mkdir(parents=True)
-    root.mkdir(parents=True)
-    res = subprocess.run(["apt-get", "download", "-q", *(f"{d.name}={d.version}" for d in debs)],
-                         cwd=dl, capture_output=True, text=True)
-    if res.returncode != 0:
-        if is_no_space(res.stderr + res.stdout):
-            raise no_space(dl)
-        last = (res.stderr.strip().splitlines() or ["apt-get download failed"])[-1]
-        raise UserError(f"downloading the locked Debian packages failed: {last}")
-    for d in debs:
-        files = sorted(dl.glob(f"{d.name}_*_{d.arch}.deb"))
-        if not files:
-            raise UserError(f"apt-get download gave no file for {d.name}={d.version}")
-        got = sha256_file(files[0])
-        if got != d.sha256:
-            raise UserError(f"lock mismatch: deb:{d.name} {files[0].name} has sha256 {got}, "
-                            f"the lock says {d.sha256}; run `doit lock` if the archive changed")
-        res = subprocess.run(["dpkg-deb", "-x", str(files[0]), str(root)], capture_output=True,
-                             text=True)
-        if res.returncode != 0:
-            if is_no_space(res.stderr):
-                raise no_space(root)
-            last = (res.stderr.strip().splitlines() or ["dpkg-deb failed"])[-1]
-            raise UserError(f"unpacking {files[0].name} failed: {last}")
-    _relativize_symlinks(root)
-    if debugger_env.locate(root) is not None:
-        debugger_env.fixup(root)  # Debian's lldb-14 links that are wrong outside /usr
-    remove_tree(dl)
+    """The locked Debian packages unpacked into <tmp>/debs/root (deb_install: through the
+    machine's deb cache), with Debian's lldb-14 links that are wrong outside /usr fixed.
+    deb_install (requests, filelock) is imported here: a no-op build only reads toolchains."""
+    from orchestrator.toolchain import deb_install
 
-
-def _relativize_symlinks(root: Path) -> None:
-    """Absolute links inside unpacked debs point at /usr/...; aim them inside the root."""
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            p = Path(dirpath) / name
-            if p.is_symlink():
-                target = os.readlink(p)
-                if os.path.isabs(target):
-                    inside = root / target.lstrip("/")
-                    if inside.exists() or inside.is_symlink():
-                        p.unlink()
-                        p.symlink_to(os.path.relpath(inside, p.parent))
+    root = deb_install.install(tmp / "debs", lock)
+    if root is not None and debugger_env.locate(root) is not None:
+        debugger_env.fixup(root)
 
 
 def _relocate_venv(venv: Path, old: Path, new: Path) -> None:
