@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -27,68 +26,11 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pytorch_checkout import build_tree, checkout, doit_build, ninja_alone, phases  # noqa: E402
+
 EDITED = "c10/util/Exception.cpp"
-PHASE = re.compile(r"✓ ([a-z][\w ]*?)\s+([\d.]+)s")
-
-
-GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b",
-           "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b"}
-
-
-def checkout(work: Path, store: Path) -> Path:
-    """A git checkout of the pinned tree (its tarball, components and patches as the recipe
-    unpacks them: a build of no target unpacks it into the store) at work/pytorch, made once.
-    PyTorch's .gitignore keeps what a build writes into the tree out of its identity."""
-    tree = work / "pytorch"
-    if not (tree / ".git").is_dir():
-        if tree.exists():
-            shutil.rmtree(tree)
-        subprocess.run([sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), "build",
-                        "recipe=pytorch", "targets=no_such_target", f"store={store}",
-                        "substitute=0"], cwd=REPO, capture_output=True)
-        [pinned] = [p for p in (store / "sources").iterdir() if p.name.endswith("-pytorch")]
-        shutil.copytree(pinned, tree, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
-        subprocess.run(["chmod", "-R", "u+w", str(tree)], check=True)
-        for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "pinned tree"]):
-            subprocess.run(["git", "-C", str(tree), *cmd], check=True, env=GIT_ENV,
-                           capture_output=True)
-    return tree
-
-
-def doit_build(store: Path, tree: Path, jobs: int) -> tuple[float, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("ORCH_STORE", "MAX_JOBS")}
-    t0 = time.perf_counter()
-    res = subprocess.run([sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), "build",
-                          "recipe=pytorch", "targets=c10", f"source={tree}", f"store={store}",
-                          "substitute=0", f"jobs={jobs}"], cwd=REPO, env=env,
-                         capture_output=True, text=True)
-    took = time.perf_counter() - t0
-    if res.returncode != 0:
-        raise SystemExit(f"doit build failed:\n{(res.stdout + res.stderr)[-3000:]}")
-    return took, res.stderr
-
-
-def build_tree(store: Path, tree: Path) -> Path:
-    """The variant's build tree of this checkout (its .orch-src links the checkout)."""
-    [d] = [d for d in (store / "build").glob("pytorch-relwithdebinfo-*")
-           if (d / ".orch-src").resolve() == tree.resolve()]
-    return d
-
-
-def ninja_alone(store: Path, tree: Path, jobs: int) -> float:
-    """The tree's ninja as a developer would run it: the compile lines call the locked ccache
-    (its libraries are unpacked debs) with the store's cache directory."""
-    toolchain = next(p for p in (store / "toolchains").iterdir() if (p / "venv").is_dir())
-    debs_lib = toolchain / "debs/root/usr/lib/x86_64-linux-gnu"
-    env = {**os.environ, "CCACHE_DIR": str(store / "ccache"),
-           "LD_LIBRARY_PATH": f"{debs_lib}:{os.environ.get('LD_LIBRARY_PATH', '')}"}
-    t0 = time.perf_counter()
-    run = subprocess.run([str(toolchain / "venv/bin/ninja"), "-C", str(build_tree(store, tree)),
-                          "-j", str(jobs), "c10"], capture_output=True, text=True, env=env)
-    if run.returncode:
-        raise SystemExit(f"ninja alone failed:\n{run.stdout[-2000:]}{run.stderr[-2000:]}")
-    return time.perf_counter() - t0
+C10 = ("recipe=pytorch", "targets=c10")
 
 
 def edit(tree: Path, token: str) -> None:
@@ -109,23 +51,23 @@ def main() -> None:
     try:
         tree = checkout(work, store)
         subprocess.run(["git", "-C", str(tree), "checkout", "-q", "--", EDITED], check=True)
-        first, _ = doit_build(store, tree, args.jobs)  # cold, or the checkout as committed
+        first, _, artifact = doit_build(store, tree, args.jobs, *C10)  # cold, or as committed
         print(f"first build (not a sample): {first:.1f} s", file=sys.stderr)
-        t_doit, t_ninja, phases = [], [], ""
+        t_doit, t_ninja, err = [], [], ""
         stamp = f"{os.getpid()}_{time.time_ns()}"
         for i in range(args.rounds):
             edit(tree, f"{stamp}_{i}a")
-            took, phases = doit_build(store, tree, args.jobs)
+            took, err, artifact = doit_build(store, tree, args.jobs, *C10)
             t_doit.append(took)
             edit(tree, f"{stamp}_{i}b")
-            t_ninja.append(ninja_alone(store, tree, args.jobs))
+            t_ninja.append(ninja_alone(store, build_tree(artifact), args.jobs, ["c10"]))
             print(f"  round {i}: doit build {took:.2f} s, ninja alone {t_ninja[-1]:.2f} s",
                   file=sys.stderr, flush=True)
         subprocess.run(["git", "-C", str(tree), "checkout", "-q", "--", EDITED], check=True)
         md, mn = statistics.median(t_doit), statistics.median(t_ninja)
-        after = {name: float(s) for name, s in PHASE.findall(phases)}
+        after = phases(err)
         print("phases of the last doit build:\n" + "\n".join(
-            line for line in phases.splitlines() if "✓" in line or "head start" in line),
+            line for line in err.splitlines() if "✓" in line or "head start" in line),
             file=sys.stderr)
         print(f"edit 1 .cpp of c10: doit build {md:.2f} s, ninja alone {mn:.2f} s "
               f"(+{md - mn:.2f} s, median of {args.rounds})")

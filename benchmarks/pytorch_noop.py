@@ -59,10 +59,10 @@ def present(project: Path, args: list[str]) -> dict:
 def ninja_noop(store: Path, recipe_variant: str, targets: list[str] | None = None,
                checkout: Path | None = None) -> Callable[[], object]:
     """`ninja -n [targets]` in the newest build tree of recipe-variant in store (its own
-    no-op): the pinned source's tree (its copy inside), or the checkout's (.orch-src links
-    it)."""
+    no-op): the pinned source's tree (its copy `source/` inside), or the checkout's (its
+    `source` links it)."""
     def built_from(tree: Path) -> Path | None:
-        link = tree / ".orch-src"
+        link = tree / "source"
         return link.resolve() if link.is_symlink() else None
 
     want = None if checkout is None else checkout.resolve()

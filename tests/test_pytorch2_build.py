@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 from conftest import REPO, copy_project, run_doit
 from elftools.elf.elffile import ELFFile
+from torch_layout import compiled_layout
 
+from orchestrator.model.bench import BenchReport
 from orchestrator.model.recipe import load_recipe
 from orchestrator.sources.archives import obtain_archive
 from orchestrator.store.artifacts import Store
@@ -87,9 +89,10 @@ def test_pytorch2_c10_and_torch_cpu_sample_relwithdebinfo(world):
         with open(tree / obj, "rb") as f:
             assert ELFFile(f).get_section_by_name(".debug_info") is not None, obj
     assert json.loads((meta / "verify.json").read_text())["ok"]
-    # Built from a per-build copy of the pinned tree (which stays as unpacked).
+    # Built from a per-build copy of the pinned tree (which stays as unpacked), named
+    # /orch/src/pytorch2 in debug info as a checkout is.
     assert json.loads((art / "manifest.json").read_text())["prefix_map"] == {
-        "/orch/build/pytorch2-relwithdebinfo/source": "source",
+        "/orch/src/pytorch2": "source",
         "/orch/build/pytorch2-relwithdebinfo": "build"}
     # The whole tree was configured: torch_cpu's and torch_python's sources are in the graph.
     commands = json.loads((meta / "compile_commands.json").read_text())
@@ -107,6 +110,12 @@ def test_pytorch2_c10_and_torch_cpu_sample_relwithdebinfo(world):
     assert res.returncode == 0, res.output[-3000:]
     readelf = subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True).stdout
     assert "$ORIGIN" in readelf
+    # The debugger printers' 2.6.0 layout, against this tree's own installed c10 headers.
+    from orchestrator.ide.debugger_scripts import torch_types as tt
+    got = compiled_layout(art / "prefix/include", world["root"], std="c++17")
+    assert got.pop("device_types") == len(tt.DEVICE_TYPES)
+    assert got.pop("scalar_types") <= len(tt.SCALAR_TYPES) + 1     # 2.6 knows fewer dtypes
+    assert got == tt.LAYOUTS["2.6.0"]
 
 
 def test_pytorch2_recipe_on_a_git_checkout_of_the_26_tree(world):
@@ -143,3 +152,44 @@ def test_pytorch2_recipe_on_a_git_checkout_of_the_26_tree(world):
     status = subprocess.run([*git, "status", "--porcelain", "--ignored"], capture_output=True,
                             text=True, check=True).stdout
     assert status == "" and not (co / "third_party" / "fmt").exists()
+
+
+def test_bench_and_run_two_c10_slices_by_id(world, tmp_path):
+    """`doit bench ids=A,B` of the two partial (targets=) builds the tests above made: c10 (+ the
+    torch_cpu sample) from the pinned tree, and c10 from the git checkout. The command is
+    docs/examples/c10_bench.sh: c10_bench.cpp built against each artifact's own headers and
+    linked to its own libc10.so (RUNPATH); its runs print ns_per_op. The report holds each
+    side's store libraries, from the loader's trace: its own libc10.so only. A command that
+    loads the other artifact's libc10.so is caught: exit 1 naming the side."""
+    entries = {json.loads((p / "manifest.json").read_text())["derivation"]["source"]["kind"]: p
+               for p in (Path(world["store"]) / "store").glob("*-pytorch2-relwithdebinfo")}
+    assert set(entries) == {"archive", "git-checkout"}, entries  # built by the two tests above
+    pinned, checkout = entries["archive"].resolve(), entries["git-checkout"].resolve()
+    ids = f"ids={pinned.name[:8]},{checkout.name[:8]}"
+    env = {"C10_BENCH_CACHE": str(tmp_path / "drivers")}
+    driver = ["sh", str(REPO / "docs/examples/c10_bench.sh")]
+    store = f"store={world['store']}"
+    res = run_doit(world["project"], "bench", ids, "metric=ns_per_op", "rounds=2", "allow_noisy=1",
+                   f"plot={tmp_path / 'c10.svg'}", "format=json", store, "--", *driver,
+                   "tensorimpl", "20000", env=env, timeout=900)
+    assert res.returncode == 0, res.output[-3000:]
+    report = BenchReport.model_validate_json(res.stdout.strip().splitlines()[-1])
+    assert (report.a.id, report.b.id) == (pinned.name[:40], checkout.name[:40])
+    assert report.a.libraries == [str(pinned / "prefix/lib/libc10.so")], report.a
+    assert report.b.libraries == [str(checkout / "prefix/lib/libc10.so")], report.b
+    assert report.a.n == report.b.n == 2 and min(report.a.samples + report.b.samples) > 0
+    changed = {d.path for d in report.differences}
+    assert {"variant.targets", "source.kind"} <= changed, changed
+    # doit run id=: the driver (already built for this entry) maps the checkout's libc10.so.
+    res = run_doit(world["project"], "run", f"id={checkout.name[:8]}", store, "--", *driver,
+                   "strings", "1000", env=env, timeout=900)
+    assert res.returncode == 0, res.output[-3000:]
+    assert json.loads(res.stdout.strip().splitlines()[-1])["libc10"] == \
+        str(checkout / "prefix/lib/libc10.so"), res.stdout
+    # The trap: a command that loads the other artifact's library in the pinned side.
+    mixing = f"import ctypes; ctypes.CDLL({str(checkout / 'prefix/lib/libc10.so')!r})"
+    res = run_doit(world["project"], "bench", ids, "rounds=2", f"plot={tmp_path / 'mixed.svg'}",
+                   store, "--", "python", "-c", mixing, timeout=900)
+    assert res.returncode == 1, res.output[-3000:]
+    assert f"the command in {pinned.name[:8]} loaded another artifact's library " \
+           f"({checkout}/prefix/lib/libc10.so)" in res.output, res.output[-3000:]

@@ -149,9 +149,16 @@ def test_checkout_version_and_patched_copy(two):
 
     # An edit elsewhere: a new copy and id, the same build tree (incremental), and the
     # patched CMakeLists.txt keeps its mtime, so CMake does not configure again.
+    # The build tree's copy is brought up to date, not replaced: c10/config.h, which configure
+    # wrote into it, stays (no configure now), and a file the checkout deleted goes.
     (co / "c10" / "build_info.cpp").write_text((co / "c10" / "build_info.cpp").read_text()
                                                + "\n// edited\n")
+    (co / "README.md").unlink()
     again = built(two, "recipe=mini2", f"source={co}")
+    [tree] = (two["store"] / "build").glob("mini2-release-*")
+    assert (tree / "source/c10/config.h").is_file()
+    assert not (tree / "source/README.md").exists() and (tree / "source/version.txt").is_file()
+    assert "// edited" in (tree / "source/c10/build_info.cpp").read_text()
     again_art = Path(again["path"])
     assert again_art != art
     info2 = json.loads((again_art / "meta/pytorch.json").read_text())

@@ -19,6 +19,7 @@ from conftest import REPO, copy_project, run_doit
 from elftools.elf.elffile import ELFFile
 from filelock import FileLock
 
+from orchestrator.model.bench import BenchReport
 from orchestrator.model.recipe import load_recipe
 from orchestrator.sources.archives import obtain_archive
 from orchestrator.store.artifacts import Store
@@ -79,7 +80,26 @@ def assert_flags(commands: list[dict], build_type: str) -> None:
         assert argv.count("-g") == g, (build_type, c["command"])
         ndebug = argv.count("-DNDEBUG")
         assert ndebug == (0 if build_type == "Debug" else 1), (build_type, c["command"])
-        assert len([a for a in argv if a.startswith("-ffile-prefix-map=")]) == 2
+        maps = [a for a in argv if a.startswith("-ffile-prefix-map=")]
+        # The source, the build tree, then the tree's `source` (the pinned tree's copy, or a
+        # checkout's link), absolute and relative, to /orch/src/pytorch (the last map wins).
+        assert len(maps) == 4 and maps[3] == "-ffile-prefix-map=source=/orch/src/pytorch", maps
+        assert maps[2].endswith("/source=/orch/src/pytorch"), maps
+
+
+def c10_sources_in_dwarf(lib: Path) -> set[str]:
+    """Where the DWARF of a library's c10 compile units names their sources (DW_AT_name,
+    after DW_AT_comp_dir when relative)."""
+    names = set()
+    with open(lib, "rb") as f:
+        for cu in ELFFile(f).get_dwarf_info().iter_CUs():
+            top = cu.get_top_DIE().attributes
+            name = top["DW_AT_name"].value.decode()
+            if not name.startswith("/"):
+                name = f"{top['DW_AT_comp_dir'].value.decode()}/{name}"
+            if "/c10/" in name and name.endswith(".cpp"):
+                names.add(name)
+    return names
 
 
 def tree_fingerprint(tree: Path) -> str:
@@ -126,13 +146,18 @@ def test_pinned_source_c10_per_variant(world):
     assert any(c["file"].endswith("c10/util/Exception.cpp") for c in commands)
     blob = (meta / "compile_commands.json").read_text() + (meta / "CMakeCache.txt").read_text()
     assert "ORCH_LEAKED_FROM_SHELL" not in blob and "9.9.9" not in blob
-    # The pinned source builds from a copy inside the build tree: debug paths name the
-    # build's logical root (sources relative to it); the mapping is in the manifest.
+    # The pinned source builds from a copy inside the build tree, named in debug info as a
+    # checkout is (/orch/src/pytorch: its objects serve a checkout's build from the compile
+    # cache, issue 33); the mapping is in the manifest.
     manifest = json.loads((art / "manifest.json").read_text())
-    assert manifest["prefix_map"] == {"/orch/build/pytorch-relwithdebinfo/source": "source",
+    assert manifest["prefix_map"] == {"/orch/src/pytorch": "source",
                                       "/orch/build/pytorch-relwithdebinfo": "build"}
     data = lib.read_bytes()
-    assert b"/orch/build/pytorch-relwithdebinfo" in data and b"source/c10/util" in data
+    assert b"/orch/build/pytorch-relwithdebinfo" in data and b"/orch/src/pytorch/c10/util" in data
+    assert b"/orch/build/pytorch-relwithdebinfo/source" not in data
+    pinned_names = c10_sources_in_dwarf(lib)
+    assert "/orch/src/pytorch/c10/util/Exception.cpp" in pinned_names
+    assert all(n.startswith("/orch/src/pytorch/c10/") for n in pinned_names), sorted(pinned_names)[:5]
     assert str(world["store"]).encode() not in data
     assert_flags(commands, "RelWithDebInfo")
     info = json.loads((meta / "pytorch.json").read_text())
@@ -142,13 +167,13 @@ def test_pinned_source_c10_per_variant(world):
     assert info["env"]["PYTORCH_BUILD_VERSION"] == "1.13.1", info["env"]
     assert info["defines"]["USE_SYSTEM_LIBS"] == "ON" and info["defines"]["BUILD_TEST"] == "False"
     # Generated sources a debugger steps into, at their logical path under meta/:
-    # ATen's registrations (build tree), autograd's kernels (the source copy).
+    # ATen's registrations (build tree), autograd's kernels (the source copy: /orch/src).
     gen = meta / "build/pytorch-relwithdebinfo"
     assert (gen / "c10/macros/cmake_macros.h").is_file()
     assert (gen / "aten/src/ATen/RegisterCPU.cpp").is_file()
     # ... and torch.add's CPU kernel, where a breakpoint on add_kernel stops (full build).
     assert (gen / "aten/src/ATen/UfuncCPUKernel_add.cpp").is_file()
-    assert (gen / "source/torch/csrc/autograd/generated/VariableType_0.cpp").is_file()
+    assert (meta / "src/pytorch/torch/csrc/autograd/generated/VariableType_0.cpp").is_file()
     assert (art / "prefix/include/c10/core/TensorImpl.h").is_file()
     assert "$ORIGIN" in subprocess.run(["readelf", "-d", str(lib)], capture_output=True,
                                        text=True).stdout
@@ -203,14 +228,28 @@ def make_checkout(world) -> Path:
 def test_checkout_switch_rollback_and_one_file_rebuild(world):
     if not (world["store"] / "sources").is_dir():
         build(world, "variant=release")
+    # The pinned tree's relwithdebinfo (built by the test above: present then).
+    pinned = build(world, "variant=relwithdebinfo", targets=WITH_CODEGEN)
     co = make_checkout(world)
     ws = f"workspace={co}"
-    rel = build(world, "variant=relwithdebinfo", f"source={co}")
+    # A checkout of the pinned tree is answered by the pinned build's compile-cache entries
+    # (issue 33): both compile `source/...` (the copy; the checkout's link), and both name it
+    # /orch/src/pytorch in debug info, so a hit hands the checkout the right debug paths.
+    res = doit(world, "build", "format=json", *C10, "variant=relwithdebinfo", f"source={co}")
+    assert res.returncode == 0, res.output[-4000:]
+    rel = json.loads(res.stdout.strip().splitlines()[-1])
+    hits, misses = map(int, re.search(r"compile cache: (\d+) hit\(s\), (\d+) miss\(es\)",
+                                      res.output).groups())
+    print(f"checkout of the pinned tree: {hits} of {hits + misses} compiles from the pinned entries")
+    assert hits > 50 and misses == 0, res.output[-2000:]
     assert json.loads((Path(rel["path"]) / "manifest.json").read_text())[
         "derivation"]["source"]["kind"] == "git-checkout"
+    names = c10_sources_in_dwarf(Path(rel["path"]) / "prefix/lib/libc10.so")
+    assert names == c10_sources_in_dwarf(Path(pinned["path"]) / "prefix/lib/libc10.so")
+    assert "/orch/src/pytorch/c10/util/Exception.cpp" in names
     # The same tree at another path: the same id, and a rebuild there (its own build tree)
     # is answered by the compile cache: a checkout is configured through
-    # <build tree>/.orch-src, so its compile lines do not name the checkout's path.
+    # <build tree>/source (a link), so its compile lines do not name the checkout's path.
     co2 = world["root"] / "elsewhere" / "pytorch"
     shutil.copytree(co, co2, symlinks=True)
     res = doit(world, "build", "format=json", *C10, "variant=relwithdebinfo", f"source={co2}",
@@ -222,10 +261,10 @@ def test_checkout_switch_rollback_and_one_file_rebuild(world):
                                       res.output).groups())
     assert hits > 50 and misses <= hits // 20, res.output[-2000:]   # >= 95 % hits
     [tree2] = [t for t in (world["store"] / "build").iterdir()
-               if (t / ".orch-src").is_symlink() and os.readlink(t / ".orch-src") == str(co2)]
+               if (t / "source").is_symlink() and os.readlink(t / "source") == str(co2)]
     [exception_cpp] = [c for c in json.loads((tree2 / "compile_commands.json").read_text())
                        if c["file"].endswith("c10/util/Exception.cpp")]
-    assert exception_cpp["file"] == str(tree2 / ".orch-src/c10/util/Exception.cpp"), exception_cpp
+    assert exception_cpp["file"] == str(tree2 / "source/c10/util/Exception.cpp"), exception_cpp
 
     res = doit(world, "switch", "variant=relwithdebinfo", *C10, f"source={co}", ws)
     assert res.returncode == 0, res.output[-3000:]
@@ -248,6 +287,22 @@ def test_checkout_switch_rollback_and_one_file_rebuild(world):
     assert res.returncode == 0, res.output
     assert cache_entry(profile / "meta/CMakeCache.txt", "CMAKE_BUILD_TYPE") == "RelWithDebInfo"
     assert {".debug_info"} <= debug_sections(link)
+
+    # `doit bench` on the c10 slice, variants= with targets= and source= (both built above):
+    # docs/examples/c10_bench.sh builds its driver against each side's headers, linked to
+    # its libc10.so; the loader's trace shows each side loaded its own libc10.so only.
+    res = run_doit(world["project"], "bench", "variants=relwithdebinfo,release", *C10,
+                   f"source={co}", "metric=ns_per_op", "rounds=2", "allow_noisy=1",
+                   f"plot={world['root'] / 'c10.svg'}", "format=json", f"store={world['store']}",
+                   "--", "sh", str(REPO / "docs/examples/c10_bench.sh"), "strings", "20000",
+                   env={"C10_BENCH_CACHE": str(world["root"] / "c10-bench")}, timeout=900)
+    assert res.returncode == 0, res.output[-3000:]
+    report = BenchReport.model_validate_json(res.stdout.strip().splitlines()[-1])
+    assert report.a.id == rel["id"] and report.b.name.endswith("-pytorch-release"), report
+    for side in (report.a, report.b):
+        assert side.libraries == [str(Path(side.path).resolve() / "prefix/lib/libc10.so")], side
+    assert {"path": "variant.build_type", "op": "~", "old": "RelWithDebInfo", "new": "Release"} \
+        in [d.model_dump() for d in report.differences]
 
     # Dirty tree: one c10 .cpp changed → new identity, only that object and the link rerun.
     cpp = co / "c10/util/Exception.cpp"

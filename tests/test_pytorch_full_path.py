@@ -16,7 +16,8 @@ import pytest
 from conftest import REPO, copy_project, run_doit
 
 MINI = REPO / "recipes" / "pytorch" / "minitorch"
-PROBE = "import torch; print(torch.__config__.show().strip()); print(torch._C._GLIBCXX_USE_CXX11_ABI)"
+PROBE = ("import torch, functorch, torchgen; print(torch.__config__.show().strip()); "
+         "print(functorch._C.origin); print(torch._C._GLIBCXX_USE_CXX11_ABI)")
 
 
 @pytest.fixture(scope="module")
@@ -81,9 +82,18 @@ def test_full_build_import_torch_follows_switch_and_rollback(mini):
     assert (art / "prefix/lib/libtorch_python.so").is_file()
     assert (art / "prefix/include/c10/build_info.h").is_file()
     info = json.loads((art / "meta/pytorch.json").read_text())
-    assert info["extensions"] == [f"python/torch/{ext.name}"] and info["driver"] == "setuptools"
+    # torchgen and functorch beside torch, as a wheel has them (torch 2.x imports torchgen).
+    [fext] = list((art / "prefix/python/functorch").glob("_C.cpython-*.so"))
+    assert info["extensions"] == [f"python/torch/{ext.name}", f"python/functorch/{fext.name}"]
+    assert info["driver"] == "setuptools"
+    gen = art / "prefix/python/torchgen"
+    assert (gen / "model.py").is_file() and (gen / "packaged/ATen/native/native_functions.yaml").is_file()
+    assert (gen / "packaged/autograd/derivatives.yaml").is_file()
+    assert (gen / "packaged/autograd/templates/VariableType.cpp").is_file()
+    assert (gen / "packaged/ATen/templates/Functions.h").is_file()
     links = json.loads((art / "meta/workspace-links.json").read_text())["links"]
     assert links[f"torch/{ext.name}"] == f"prefix/python/torch/{ext.name}"
+    assert links[f"functorch/{fext.name}"] == f"prefix/python/functorch/{fext.name}"
     assert links["torch/lib/libc10.so"] == "prefix/lib/libc10.so"
     assert json.loads((art / "meta/verify.json").read_text())["ok"]
 
@@ -91,6 +101,7 @@ def test_full_build_import_torch_follows_switch_and_rollback(mini):
     doit(mini, "switch", "variant=relwithdebinfo", f"workspace={ws}")
     out = run_python(ws, PROBE, cwd=ws)
     assert "BUILD_TYPE=RelWithDebInfo" in out and out.split()[-1] in ("0", "1")
+    assert "minitorch functorch.so" in out
 
     doit(mini, "switch", "variant=release", f"workspace={ws}")
     assert "BUILD_TYPE=Release" in run_python(ws, PROBE, cwd=ws)

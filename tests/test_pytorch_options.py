@@ -13,6 +13,7 @@ from orchestrator.builders import pytorch_defines
 from orchestrator.builders.pytorch_defines import build_type_from_env, defines_from_env
 from orchestrator.errors import UserError
 from orchestrator.lock.files import load_lock
+from orchestrator.model.cuda_arch import cmake_architectures
 from orchestrator.model.lock import Lock, SystemPackageEntry
 from orchestrator.model.recipe import load_recipe
 from orchestrator.sources.tree_version import detect_driver
@@ -87,6 +88,13 @@ def test_cuda_arch_list_is_validated_and_normalised(tmp_path):
     assert recipe.build.pytorch.cuda_arch_list == "8.0;9.0+PTX"
     with pytest.raises(UserError, match="compute capabilities"):
         load_recipe(write_recipe(tmp_path, 'cuda = true\ncuda_arch_list = "sm_90"'), "pytorch")
+
+
+def test_cuda_arch_list_in_cmake_form_for_the_checks():
+    """What plan's nvcc check and verify's fatbin check compare: X.Y the cubin only, +PTX both."""
+    assert cmake_architectures("8.0;9.0+PTX") == "80-real;90"
+    assert cmake_architectures("9.0") == "90-real"
+    assert cmake_architectures("Hopper") == "Hopper"  # not ours to read: the check names it
 
 
 def test_the_recipe_checks_every_locked_system_package():

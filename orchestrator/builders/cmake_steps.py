@@ -7,11 +7,12 @@ import os
 from pathlib import Path
 
 from orchestrator.builders import cmake_file_api, source_mtimes
-from orchestrator.builders.compile_cache.source_link import source_link, source_link_flags
+from orchestrator.builders.compile_cache.source_link import SOURCE_LINK, source_link, source_link_flags
 from orchestrator.builders.compile_cache.stats import STATS_LOG
 from orchestrator.builders.context import BuildContext
 from orchestrator.builders.process import NINJA_STATUS, run_logged
 from orchestrator.console import console
+from orchestrator.fs import remove_tree
 from orchestrator.hashing import digest_of
 from orchestrator.memo import head_start
 from orchestrator.model.store_layout import TOOLCHAIN_JSON
@@ -87,13 +88,14 @@ def locked_package_hints(ctx: BuildContext) -> dict[str, str]:
 def configure(ctx: BuildContext, env: dict[str, str] | None = None,
               overrides: dict[str, str] | None = None, file_api: bool = False,
               linked_source: bool = False, source_subdir: str = ".",
-              extra_args: list[str] | None = None) -> bool:
+              extra_args: list[str] | None = None, link_name: str = SOURCE_LINK) -> bool:
     """Run cmake only when the tree is new or the configure arguments changed.
 
     overrides replace our defines of the same name (the variant's still win); file_api asks
     CMake for its codemodel (targets → directories) in .cmake/api/v1/reply; linked_source
     configures the source through compile_cache.source_link (path-free compile lines, so the
-    compile cache hits across checkouts); source_subdir: the CMakeLists.txt's directory in
+    compile cache hits across checkouts; link_name: the link's name in the build tree);
+    source_subdir: the CMakeLists.txt's directory in
     the tree; extra_args come after the -D list (scikit-build-core's cmake.args). Returns
     whether cmake ran.
     """
@@ -101,7 +103,7 @@ def configure(ctx: BuildContext, env: dict[str, str] | None = None,
     agree_with_content(ctx)
     flags: list[str] = []
     if linked_source:
-        source = source_link(ctx.build_dir, ctx.source_dir)
+        source = source_link(ctx.build_dir, ctx.source_dir, link_name)
         flags = source_link_flags(source, ctx.logical_source)
     source = source / source_subdir if source_subdir != "." else source
     args = [*configure_args(ctx, overrides, flags), *(extra_args or [])]
@@ -114,10 +116,25 @@ def configure(ctx: BuildContext, env: dict[str, str] | None = None,
     ctx.build_dir.mkdir(parents=True, exist_ok=True)
     if file_api:
         cmake_file_api.write_query(ctx.build_dir)
+    forget_other_source(ctx.build_dir, source)
     run_logged([ctx.toolchain.cmake, "-S", source, "-B", ctx.build_dir, *args],
                env=env or ctx.env, log=ctx.log, title="configure")
     stamp.write_text(json.dumps({"digest": wanted}))
     return True
+
+
+def forget_other_source(build_dir: Path, source: Path) -> None:
+    """A tree configured from another source path (a checkout's tree from before its link
+    was named `source`) is configured afresh: cmake refuses a cache made for another source
+    directory. Its outputs stay; the changed compile lines rebuild them."""
+    cache = build_dir / "CMakeCache.txt"
+    if not cache.is_file():
+        return
+    home = next((ln.split("=", 1)[1] for ln in cache.read_text(errors="replace").splitlines()
+                 if ln.startswith("CMAKE_HOME_DIRECTORY:")), None)
+    if home is not None and home != str(source):
+        cache.unlink()
+        remove_tree(build_dir / "CMakeFiles")
 
 
 def agree_with_content(ctx: BuildContext) -> None:

@@ -64,10 +64,9 @@ class BuildContext:
 
     @property
     def logical_source(self) -> str:
-        """Where debug info names the source: its own root, or, for a per-build copy inside
-        the build tree (CMake then names sources relative to it), its place under the build's."""
-        if self.source_dir.is_relative_to(self.build_dir):
-            return f"{self.logical_build}/{self.source_dir.relative_to(self.build_dir).as_posix()}"
+        """Where debug info names the source: `/orch/src/<recipe>`, also for a per-build copy
+        inside the build tree (a pinned PyTorch tree's `source/`): its objects then agree
+        byte for byte with a checkout's, and the compile cache may hand one the other's."""
         return f"{LOGICAL_SRC_ROOT}/{self.plan.recipe.name}"
 
     @property
@@ -75,11 +74,17 @@ class BuildContext:
         return f"{LOGICAL_BUILD_ROOT}/{self.plan.recipe.name}-{self.plan.variant_name}"
 
     def prefix_map_flags(self) -> list[str]:
-        """Debug info and __FILE__ name logical roots, not this machine's paths. (GCC applies
-        the last matching map: a source copy inside the build tree ends up under the build's
-        logical root, which is what logical_source says.)"""
-        return [f"-ffile-prefix-map={self.source_dir}={LOGICAL_SRC_ROOT}/{self.plan.recipe.name}",
-                f"-ffile-prefix-map={self.build_dir}={self.logical_build}"]
+        """Debug info and __FILE__ name logical roots, not this machine's paths. GCC applies
+        the last matching map: a source copy inside the build tree is mapped again after the
+        build tree, absolute and as ccache's base_dir rewrite passes it (relative to the
+        build tree), so it is named `/orch/src/<recipe>/...` as a checkout is."""
+        flags = [f"-ffile-prefix-map={self.source_dir}={self.logical_source}",
+                 f"-ffile-prefix-map={self.build_dir}={self.logical_build}"]
+        if self.source_dir.is_relative_to(self.build_dir) and self.source_dir != self.build_dir:
+            flags += [f"-ffile-prefix-map={self.source_dir}={self.logical_source}",
+                      f"-ffile-prefix-map={self.source_dir.relative_to(self.build_dir).as_posix()}"
+                      f"={self.logical_source}"]
+        return flags
 
     def prefix_map(self) -> dict[str, str]:
         return {self.logical_source: "source", self.logical_build: "build"}

@@ -17,8 +17,22 @@ from pathlib import Path
 from orchestrator.builders.cmake_steps import collect_meta, compile_, configure, install
 from orchestrator.builders.context import BuildContext
 from orchestrator.builders.cxx_standard import check_standard
-from orchestrator.builders.pytorch_defines import build_env, frontend_of, options_of, python_facts, pytorch_defines
-from orchestrator.builders.pytorch_install import build_extensions, copy_python_package, install_targets, target_dirs
+from orchestrator.builders.pytorch_defines import (
+    build_env,
+    check_cuda_arch_list,
+    frontend_of,
+    options_of,
+    python_facts,
+    pytorch_defines,
+)
+from orchestrator.builders.pytorch_install import (
+    build_extensions,
+    copy_companion_packages,
+    copy_python_package,
+    install_targets,
+    keep_cuda_objects,
+    target_dirs,
+)
 from orchestrator.builders.pytorch_meta import (
     cache_value,
     checkout_links,
@@ -26,7 +40,7 @@ from orchestrator.builders.pytorch_meta import (
     cxx11_abi,
     link_compile_commands_into_meta,
 )
-from orchestrator.builders.pytorch_source import build_copy_of_source, builds_in_place, source_lock
+from orchestrator.builders.pytorch_source import SOURCE_COPY, build_copy_of_source, builds_in_place, source_lock
 from orchestrator.hashing import pretty_json
 from orchestrator.memo import head_start
 from orchestrator.sources.tree_version import detect_driver
@@ -40,15 +54,17 @@ class PyTorchBuilder:
         opts = options_of(ctx)
         driver = detect_driver(ctx.source_dir)
         env = build_env(ctx, opts)
+        check_cuda_arch_list(ctx, env)
         frontend = frontend_of(ctx, driver, env)
         subdir = frontend.source_subdir if frontend else "."
         standard = check_standard(ctx.toolchain.cxx, ctx.source_dir / subdir / "CMakeLists.txt",
                                   f"recipes/{ctx.plan.recipe.name}.toml", ctx.build_dir)
         ctx = build_copy_of_source(ctx)
         py = python_facts(ctx.toolchain.python, ctx.build_dir)
-        # A checkout is configured through <build tree>/.orch-src, so its compile lines are the
-        # same for every checkout path and the compile cache hits across them (a pinned tree's
-        # copy is inside the build tree already).
+        # A checkout is configured through <build tree>/source, a link named as a pinned
+        # tree's copy: its compile lines are the same for every checkout path and as the
+        # pinned tree's, and both map `source` to /orch/src/<recipe>, so the compile cache
+        # hits across them with the right debug paths (docs/compile-cache.md).
         linked = builds_in_place(ctx)
         defines = pytorch_defines(ctx, opts, env, frontend, py, linked_source=linked)
         abi = cxx11_abi(ctx, defines, env)  # before ninja: a head start's ninja runs meanwhile
@@ -58,7 +74,8 @@ class PyTorchBuilder:
         lock = source_lock(ctx)
         with head_start.reentrant_lock(lock):
             configured = configure(ctx, env, defines, file_api=True, linked_source=linked,
-                                   source_subdir=subdir, extra_args=frontend.args if frontend else [])
+                                   link_name=SOURCE_COPY, source_subdir=subdir,
+                                   extra_args=frontend.args if frontend else [])
             # Unknown target names: exit 2 before anything compiles. Not while a head start's
             # ninja runs in the tree (a regeneration it runs rewrites the file-API reply): it
             # runs only for a command whose same targets= built before, and is read after.
@@ -76,11 +93,13 @@ class PyTorchBuilder:
                 copying = pool.submit(collect_generated, ctx)
                 if targets:
                     install_targets(ctx, env, dirs)
+                    keep_cuda_objects(ctx, targets)
                 else:
                     install(ctx, env)
                     if opts.python_extension:
                         extensions = build_extensions(ctx, env, py, defines["CMAKE_BUILD_TYPE"])
                         copy_python_package(ctx)
+                        extensions += copy_companion_packages(ctx, py)
                 collect_meta(ctx)
                 link_compile_commands_into_meta(ctx)
                 generated = copying.result()

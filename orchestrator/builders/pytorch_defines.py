@@ -9,14 +9,18 @@ import subprocess
 from pathlib import Path
 
 from orchestrator.builders.cmake_steps import define_value
-from orchestrator.builders.compile_cache.source_link import SOURCE_LINK, source_link_flags
+from orchestrator.builders.compile_cache.source_link import source_link_flags
 from orchestrator.builders.context import BuildContext
+from orchestrator.builders.pytorch_source import SOURCE_COPY
 from orchestrator.errors import UserError
 from orchestrator.fs import write_atomic
 from orchestrator.memo.file_reads import stat_sig
+from orchestrator.model.cuda_arch import cmake_architectures
 from orchestrator.model.pytorch_options import PyTorchOptions
+from orchestrator.model.store_layout import TOOLCHAIN_JSON
 from orchestrator.sources.skbuild_settings import STATE, SkbuildConfig, read_skbuild, version_in
 from orchestrator.sources.tree_version import read_pyproject, tree_version
+from orchestrator.toolchain import cuda_toolkit
 
 TRUE_FLAGS = ("ON", "1", "YES", "TRUE", "Y")
 FALSE_FLAGS = ("OFF", "0", "NO", "FALSE", "N")
@@ -128,6 +132,25 @@ def build_env(ctx: BuildContext, opts: PyTorchOptions) -> dict[str, str]:
     return env
 
 
+def check_cuda_arch_list(ctx: BuildContext, env: dict[str, str]) -> None:
+    """A CUDA build's TORCH_CUDA_ARCH_LIST against what the locked nvcc supports (recorded in
+    toolchain.json at materialization): one line, exit 2, before anything is copied or
+    configured. (A CUDA build without a toolkit in its lock is refused at plan time:
+    cuda_toolkit.check_recipe_has_toolkit.)"""
+    if not env_flag(env, "USE_CUDA"):
+        return
+    facts = cuda_toolkit.toolchain_facts(ctx.toolchain.root / TOOLCHAIN_JSON)
+    if facts is None:
+        return
+    archs = facts.get("architectures")
+    given = env["TORCH_CUDA_ARCH_LIST"]
+    cuda_toolkit.check_architectures(cmake_architectures(given),
+                                     [str(a) for a in archs] if isinstance(archs, list) else [],
+                                     str(facts.get("version")),
+                                     f"recipes/{ctx.plan.recipe.name}.toml variant {ctx.plan.variant_name}",
+                                     setting="TORCH_CUDA_ARCH_LIST", given=given)
+
+
 def torch_version(ctx: BuildContext, opts: PyTorchOptions) -> str:
     """TORCH_BUILD_VERSION: a pinned source's recipe version (else its version.txt); a
     checkout's own version.txt + git rev (setup.py's `<version>+git<sha7>`), whatever the
@@ -186,8 +209,8 @@ def pytorch_defines(ctx: BuildContext, opts: PyTorchOptions, env: dict[str, str]
     setup.py (frontend None): the recipe's env (BUILD_*/USE_*/CMAKE_*), then what setup.py
     hard-codes. scikit-build-core: its own cache entries and setup.py's hard-codes as
     defaults, then the tree's cmake.define, then the recipe's env; the variant's build type
-    either way. linked_source: the tree is configured through <build tree>/.orch-src (its
-    prefix maps come after the source's, as in cmake_steps.configure)."""
+    either way. linked_source: the tree is configured through <build tree>/source, a link
+    (its prefix maps come after the source's, as in cmake_steps.configure)."""
     defines: dict[str, str] = {}
     if frontend is not None:
         defines.update(skbuild_cache(ctx, opts, py, frontend))
@@ -209,10 +232,38 @@ def pytorch_defines(ctx: BuildContext, opts: PyTorchOptions, env: dict[str, str]
     defines["CMAKE_BUILD_TYPE"] = build_type_from_env(env)
     if py["numpy_include"]:
         defines["NUMPY_INCLUDE_DIR"] = py["numpy_include"]
-    link = source_link_flags(ctx.build_dir / SOURCE_LINK, ctx.logical_source) if linked_source else []
+    link = source_link_flags(ctx.build_dir / SOURCE_COPY, ctx.logical_source) if linked_source else []
     flags = " ".join([*ctx.prefix_map_flags(), *link, *ctx.plan.variant.cflags])
     defines["CMAKE_C_FLAGS"] = " ".join(x for x in (flags, env.get("CFLAGS", "")) if x)
     defines["CMAKE_CXX_FLAGS"] = " ".join(
         x for x in (flags, env.get("CXXFLAGS", env.get("CFLAGS", ""))) if x)
+    if env_flag(env, "USE_CUDA"):
+        defines.update(cuda_defines(ctx, [*ctx.prefix_map_flags(), *link], defines["CMAKE_BUILD_TYPE"]))
     defines.update({k: define_value(v) for k, v in ctx.plan.variant.defines.items()})
     return defines
+
+
+# Device debug info per build type (nvcc's own, for the device code; the host code gets the
+# variant's -g through -Xcompiler): line tables for RelWithDebInfo (what PyTorch's DEBUG_CUDA
+# adds), full device debug info for Debug (CUDA_DEVICE_DEBUG's -G: unoptimized device code).
+DEVICE_DEBUG = {"RelWithDebInfo": ["-lineinfo"], "Debug": ["-G"]}
+# ccache leaves these out of the hash (compile_cache/kind.py's CCACHE_IGNOREOPTIONS): they name
+# the paths that differ between checkouts and build trees.
+CUDA_PREFIX_MAPS = "-Xcompiler=-ffile-prefix-map="
+
+
+def cuda_defines(ctx: BuildContext, maps: list[str], build_type: str) -> dict[str, str]:
+    """A CUDA build against the lock's toolkit (CMAKE_CUDA_COMPILER and CUDAToolkit_ROOT come
+    from cmake_steps.configure_args): the toolchain's g++ as nvcc's host compiler, NVTX 3 from
+    the toolkit's headers (the tree's third_party/NVTX may be empty), and CMAKE_CUDA_FLAGS:
+    the prefix maps and the variant's cflags handed to the host compiler, the device debug flag
+    of the build type."""
+    flags = [CUDA_PREFIX_MAPS + ",-ffile-prefix-map=".join(m.removeprefix("-ffile-prefix-map=")
+                                                          for m in maps)] if maps else []
+    if ctx.plan.variant.cflags:
+        flags.append("-Xcompiler=" + ",".join(ctx.plan.variant.cflags))
+    flags += DEVICE_DEBUG.get(build_type, [])
+    out = {"CMAKE_CUDA_HOST_COMPILER": str(ctx.toolchain.cxx), "CMAKE_CUDA_FLAGS": " ".join(flags)}
+    if ctx.toolchain.cuda_root is not None:
+        out["nvtx3_dir"] = str(ctx.toolchain.cuda_root / "include")
+    return out

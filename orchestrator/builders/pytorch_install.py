@@ -43,6 +43,21 @@ def check_ninja_outputs(build_dir: Path, outputs: list[str]) -> None:
                             "give a CMake target or an object path as `ninja -t targets all` lists it")
 
 
+# Where a targets= build keeps the CUDA objects it names (verify reads their fatbins).
+KEPT_OBJECTS = "meta/objects"
+
+
+def keep_cuda_objects(ctx: BuildContext, targets: list[str]) -> list[str]:
+    """The CUDA objects (`*.cu.o`) a targets= build names, copied to meta/objects/<path>: an
+    object is compiled, not installed, and this is how its fatbin reaches verify."""
+    kept = []
+    for t in targets:
+        if "/" in t and t.endswith(".cu.o") and (ctx.build_dir / t).is_file():
+            ctx.keep_copy(ctx.build_dir / t, f"{KEPT_OBJECTS}/{t}")
+            kept.append(f"{KEPT_OBJECTS}/{t}")
+    return kept
+
+
 def install_targets(ctx: BuildContext, env: dict[str, str], dirs: list[str]) -> None:
     """Partial build: run the install rules of the targets' directories (RPATH fixed up)."""
     for d in dirs:
@@ -94,3 +109,52 @@ def copy_python_package(ctx: BuildContext) -> None:
     for d in ("lib", "include", "share", "bin"):
         if (ctx.prefix / d).is_dir() and not (dest / d).exists():
             (dest / d).symlink_to(Path("..") / ".." / d)
+
+
+# setup.py's find_packages() besides torch (it excludes tools and caffe2): torch 2.x imports
+# torchgen at start-up, and functorch is the standalone package over functorch._C.
+COMPANION_PACKAGES = ("torchgen", "functorch")
+# setup.py's mirror_files_into_torchgen(), then its package_data globs: torchgen/packaged/<dir>
+# holds the files (not the subdirectories) of each source directory; a file maps to a file.
+TORCHGEN_PACKAGED = (("ATen/native/native_functions.yaml", "aten/src/ATen/native/native_functions.yaml"),
+                     ("ATen/native/tags.yaml", "aten/src/ATen/native/tags.yaml"),
+                     ("ATen/templates", "aten/src/ATen/templates"),
+                     ("autograd", "tools/autograd"),
+                     ("autograd/templates", "tools/autograd/templates"))
+
+
+def copy_companion_packages(ctx: BuildContext, py: dict[str, str]) -> list[str]:
+    """Full builds: torchgen and functorch beside torch in prefix/python, as a wheel has them:
+    their Python packages (directories with an __init__.py, as find_packages finds them),
+    torchgen/packaged's mirrored files, and functorch/_C from the functorch.so that CMake
+    installs into the source tree (its RUNPATH, $ORIGIN/../torch/lib, finds prefix/lib
+    through torch/lib). Returns the extension modules carried."""
+    carried = []
+    for name in COMPANION_PACKAGES:
+        src = ctx.source_dir / name
+        if not (src / "__init__.py").is_file():
+            continue
+        dest = ctx.prefix / "python" / name
+        for dirpath, dirnames, filenames in os.walk(src):
+            dirnames[:] = sorted(d for d in dirnames if (Path(dirpath) / d / "__init__.py").is_file())
+            for f in filenames:
+                if f.endswith((".py", ".pyi")):
+                    out = dest / Path(dirpath).relative_to(src) / f
+                    out.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(Path(dirpath) / f, out)
+        if name == "torchgen":
+            for target, origin in TORCHGEN_PACKAGED:
+                orig = ctx.source_dir / origin
+                if not orig.exists():   # a tree older than the mirror's list
+                    continue
+                files = [orig] if orig.is_file() else sorted(p for p in orig.iterdir() if p.is_file())
+                for f in files:
+                    out = dest / "packaged" / target if orig.is_file() else dest / "packaged" / target / f.name
+                    out.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(f, out)
+        built = src / "functorch.so"
+        if name == "functorch" and built.is_file():
+            so = dest / f"_C{py['ext_suffix']}"
+            shutil.copy2(built, so)
+            carried.append(f"python/functorch/{so.name}")
+    return carried

@@ -92,4 +92,6 @@ def checkout_links(ctx: BuildContext) -> dict[str, str]:
     if ext_dir.is_dir():
         for f in sorted(ext_dir.glob("_C*.so")):
             links[f"torch/{f.name}"] = f"prefix/python/torch/{f.name}"
+    for f in sorted((ctx.prefix / "python" / "functorch").glob("_C*.so")):
+        links[f"functorch/{f.name}"] = f"prefix/python/functorch/{f.name}"
     return links

@@ -19,7 +19,7 @@ import stat
 import time
 from pathlib import Path
 
-from orchestrator.fs import write_atomic
+from orchestrator.fs import FileSig, write_atomic
 from orchestrator.hashing import sha256_file
 
 SEEN = ".orch-source-seen.marshal"
@@ -59,7 +59,7 @@ def source_stats(root: Path) -> dict[str, StatSig]:
             except OSError:
                 continue
             if stat.S_ISREG(st.st_mode):
-                out[rel] = (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+                out[rel] = FileSig.of(st)
     return out
 
 

@@ -28,6 +28,10 @@ from orchestrator.toolchain.cuda_toolkit import check_recipe_has_toolkit
 from orchestrator.toolchain.machine_check import check_machine, machine_cache, probe_cache, save_machine_cache
 
 DERIVATION_SCHEMA = 2
+# A builder whose code changed the bytes it writes, when not every builder's did (that bumps
+# DERIVATION_SCHEMA): its artifacts get new ids, the others keep theirs. pytorch 2: the pinned
+# tree's copy is named /orch/src/<recipe> in debug info (was /orch/build/<recipe>-<variant>/source).
+BUILDER_REVISION = {"pytorch": 3}
 # Lock entries a build system depends on when the recipe does not say.
 DEFAULT_USES = {
     "cmake": ["python", "compiler:cc", "compiler:cxx", "pypi:cmake", "pypi:ninja"],
@@ -89,6 +93,8 @@ def derivation_of(recipe: Recipe, variant: ResolvedVariant, inputs: dict[str, Lo
     }
     if runtime is not None:
         derivation["runtime"] = runtime.digests()
+    if recipe.build.system in BUILDER_REVISION:
+        derivation["builder_revision"] = BUILDER_REVISION[recipe.build.system]
     return derivation
 
 

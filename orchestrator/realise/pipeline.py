@@ -132,30 +132,42 @@ def build(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain) ->
                 os.rename(stage, keep)
                 raise CheckFailed(f"verify failed for {plan.name}: not committed; the staged "
                                   f"output is kept in {keep} (commit_failed=1 commits anyway)")
-            manifest = Manifest(
-                id=plan.artifact_id, recipe=plan.recipe.name, variant=plan.variant_name,
-                derivation=plan.derivation, files=Manifest.scan_files(stage),
-                prefix_map={**ctx.prefix_map(), **plan.source.extra.get("prefix_map", {})},
-                timings={"build_s": round(t1 - t0, 3), "verify_s": round(t2 - t1, 3)},
-                verify=verify, origin={"kind": "built", "host": socket.gethostname()})
-            c0 = time.monotonic()
-            path = store.commit(stage, manifest)
-            remove_tree(failed_dir(store, plan))
-            st = store.last_commit
-            print_phase("commit", time.monotonic() - c0,
-                        f"{st.files} files, {st.bytes_new / 1e6:.1f} MB new, "
-                        f"{st.bytes_linked / 1e6:.1f} MB hard-linked")
-            return path
+            return commit_built(store, plan, stage, ctx.prefix_map(),
+                                {"build_s": round(t1 - t0, 3), "verify_s": round(t2 - t1, 3)}, verify)
 
 
-def realise(settings: Settings, store: Store, recipe: str | None = None,
-            variant: str | None = None) -> Realised:
-    with planning(settings.store_root):  # what it reads keys the plan memo (plan_memo.py)
+def commit_built(store: Store, plan: Plan, stage: Path, prefix_map: dict[str, str],
+                 timings: dict[str, float], verify: dict) -> Path:
+    """Commit a built and verified stage as the plan's artifact (its manifest says so)."""
+    manifest = Manifest(
+        id=plan.artifact_id, recipe=plan.recipe.name, variant=plan.variant_name,
+        derivation=plan.derivation, files=Manifest.scan_files(stage),
+        prefix_map={**prefix_map, **plan.source.extra.get("prefix_map", {})},
+        timings=timings, verify=verify, origin={"kind": "built", "host": socket.gethostname()})
+    c0 = time.monotonic()
+    path = store.commit(stage, manifest)
+    remove_tree(failed_dir(store, plan))
+    st = store.last_commit
+    print_phase("commit", time.monotonic() - c0,
+                f"{st.files} files, {st.bytes_new / 1e6:.1f} MB new, "
+                f"{st.bytes_linked / 1e6:.1f} MB hard-linked")
+    return path
+
+
+def planned(settings: Settings, store: Store, recipe: str | None = None,
+            variant: str | None = None) -> Plan:
+    """The plan, after the store's housekeeping; what it reads keys the plan memo."""
+    with planning(settings.store_root):  # plan_memo.py
         launcher.launcher_settings(settings)  # a bad compile cache / distcc setting: exit 2 first
         with untraced():  # the store's housekeeping: no input of the plan
             store.ensure()
             store.clean_stale()
-        plan = make_plan(settings, store, recipe, variant)
+        return make_plan(settings, store, recipe, variant)
+
+
+def realise(settings: Settings, store: Store, recipe: str | None = None,
+            variant: str | None = None) -> Realised:
+    plan = planned(settings, store, recipe, variant)
     if (found := store.find(plan.artifact_id)) is not None:
         reverify_if_rules_changed(settings, store, plan, found)
         return rebuild_or_check_if_asked(settings, store, Realised(found, plan, "present", store))

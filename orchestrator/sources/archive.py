@@ -41,11 +41,25 @@ def archive_identity(spec: ArchiveSource, patches: list[Path]) -> dict[str, Any]
     }
 
 
+def unpacked_tree(identity: dict[str, Any], recipe: str, store: Store) -> Path:
+    """Where the pinned archive of this identity is (or will be) unpacked; named only."""
+    return store.paths.sources / f"{digest_of(identity)[:16]}-{recipe}"
+
+
+def archive_prepared(settings: Settings, recipe: Recipe, store: Store) -> bool:
+    """The recipe's pinned archive is unpacked, patched and stamped (no `source=` checkout)."""
+    spec = recipe.source
+    if not isinstance(spec, ArchiveSource) or settings.vars.get("source"):
+        return False
+    identity = archive_identity(spec, patch_paths(spec, settings.recipes_dir, recipe.name))
+    return (unpacked_tree(identity, recipe.name, store) / TREE_STAMP).is_file()
+
+
 def materialize(spec: ArchiveSource, patches: list[Path], identity: dict[str, Any],
                 recipe: str, store: Store) -> Path:
     """Unpack archive + overlays + patches once into <store>/sources/<key>-<recipe>/."""
     key = digest_of(identity)[:16]
-    final = store.paths.sources / f"{key}-{recipe}"
+    final = unpacked_tree(identity, recipe, store)
     if (final / TREE_STAMP).is_file():
         return final
     cache = stat_cache(store)

@@ -12,6 +12,11 @@ from orchestrator.errors import UserError
 LANGS = ("C", "CXX", "CUDA")
 SCCACHE_PORT_BASE, SCCACHE_PORT_SPAN = 20000, 20000
 SCCACHE_IDLE_S = "300"  # a server left behind by a killed build exits on its own
+# ccache's namespace (hashed into every entry). The prefix maps are left out of the hash
+# (CCACHE_IGNOREOPTIONS), so a change of what they map to must change this: no entry written
+# under the old mapping may answer. orch-2: a pinned PyTorch tree's copy maps to
+# /orch/src/<recipe> (it named /orch/build/<recipe>-<variant>/source before).
+CCACHE_NAMESPACE = "orch-2"
 
 
 @dataclass(frozen=True)
@@ -63,7 +68,9 @@ class CompileCache:
             "CCACHE_CONFIGPATH": str(self.directory / "ccache.conf"),
             "CCACHE_BASEDIR": str(base_dir),
             "CCACHE_NOHASHDIR": "1",
-            "CCACHE_IGNOREOPTIONS": "-ffile-prefix-map=* -fdebug-prefix-map=* -fmacro-prefix-map=*",
+            "CCACHE_NAMESPACE": CCACHE_NAMESPACE,
+            "CCACHE_IGNOREOPTIONS": "-ffile-prefix-map=* -fdebug-prefix-map=* -fmacro-prefix-map=* "
+                                    "-Xcompiler=-ffile-prefix-map=*",  # nvcc: the host maps
             "CCACHE_SLOPPINESS": "include_file_mtime,include_file_ctime,time_macros,locale",
             "CCACHE_COMPILERCHECK": "content",
             "CCACHE_MAXSIZE": self.max_size,

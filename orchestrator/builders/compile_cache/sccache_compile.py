@@ -75,7 +75,9 @@ def shim_for(shim_dir: str, compiler: str) -> str:
     """The stand-in for `compiler` (written once per compiler binary; atomic)."""
     real = os.path.realpath(compiler)
     st = os.stat(real)
-    key = hashlib.sha256(f"{real}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    # fs.FileSig's fields, spelled out: this script runs with the standard library only
+    key = hashlib.sha256("\0".join(map(str, (real, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)))
+                         .encode()).hexdigest()[:16]
     shim = os.path.join(shim_dir, f"{os.path.basename(compiler)}-{key}")
     if os.path.isfile(shim):
         return shim
