@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import copy_project, make_store, run_doit
+from torch_layout import compiled_layout
 
 from orchestrator.verify.lldb_reading import probe
 
@@ -150,30 +151,7 @@ def test_torch_layout_matches_the_locked_wheels_headers(ws: Ws, tmp_path: Path) 
     site = next((ws.root / ".orch/toolchain/venv/lib").glob("python3.*/site-packages"))
     version = (site / "torch/version.py").read_text()
     assert re.search(r"__version__ = ['\"]([^'\"+]+)", version).group(1) == tt.TORCH_VERSION, version
-    members = {"impl.storage": "offsetof(c10::TensorImpl, storage_)",
-               "impl.sizes_and_strides": "offsetof(c10::TensorImpl, sizes_and_strides_)",
-               "impl.storage_offset": "offsetof(c10::TensorImpl, storage_offset_)",
-               "impl.numel": "offsetof(c10::TensorImpl, numel_)",
-               "impl.data_type": "offsetof(c10::TensorImpl, data_type_)",
-               "impl.device_opt": "offsetof(c10::TensorImpl, device_opt_)",
-               "sas.max_inline": "C10_SIZES_AND_STRIDES_MAX_INLINE_SIZE",
-               "storage.data": "offsetof(c10::StorageImpl, data_ptr_)",
-               "scalar.v": "offsetof(c10::Scalar, v)",
-               "impl.refcount": "sizeof(void*)",          # after the vptr
-               "scalar_types": "(size_t)c10::ScalarType::NumOptions",
-               "device_types": "(size_t)c10::DeviceType::COMPILE_TIME_MAX_DEVICE_TYPES"}
-    src = tmp_path / "layout.cpp"
-    src.write_text("#include <sstream>\n#include <string>\n#include <mutex>\n#include <optional>\n"
-                   "#include <memory>\n#include <functional>\n#include <unordered_map>\n"
-                   "#define private public\n#define protected public\n"
-                   "#include <c10/core/TensorImpl.h>\n#include <c10/core/StorageImpl.h>\n"
-                   "#include <c10/core/Scalar.h>\n#include <cstdio>\n#include <cstddef>\n"
-                   "int main() {\n" + "".join(f'  std::printf("{k} %zu\\n", (size_t)({e}));\n'
-                                             for k, e in members.items()) + "}\n")
-    subprocess.run(["g++", "-std=c++20", "-w", f"-I{site / 'torch/include'}", str(src), "-o",
-                    str(tmp_path / "layout")], check=True, timeout=300)
-    got = {k: int(v) for k, v in (ln.split() for ln in subprocess.run(
-        [str(tmp_path / "layout")], capture_output=True, text=True, check=True).stdout.splitlines())}
+    got = compiled_layout(site / "torch/include", tmp_path)
     assert got.pop("scalar_types") == len(tt.SCALAR_TYPES) + 1      # + UNKNOWN_SCALAR
     assert got.pop("device_types") == len(tt.DEVICE_TYPES)
     assert got == tt.LAYOUT
@@ -197,3 +175,42 @@ def test_printers_on_freed_or_corrupt_memory_say_invalid_and_end() -> None:
     zeros = tt.tensor_impl_text(lambda a, n: bytes(n), 0x10000)       # freed: refcount 0
     assert zeros == tt.INVALID
     assert tt.scalar_text(lambda a, n: bytes(n), 0x10000) == "double 0"
+
+
+def _tensor_image(layout: dict[str, int]):
+    """A Float[2, 3] CPU TensorImpl (values 0..5) laid out as `layout` says, in fake memory."""
+    import struct
+    impl, storage, data = 0x10000, 0x20000, 0x30000
+    flat = bytearray(0x40000)
+
+    def put(addr: int, fmt: str, *values) -> None:
+        packed = struct.pack("<" + fmt, *values)
+        flat[addr:addr + len(packed)] = packed
+    sas = impl + layout["impl.sizes_and_strides"]
+    put(impl + layout["impl.refcount"], "Q", 1)
+    put(sas, "Q", 2)
+    put(sas + 8, "2q", 2, 3)
+    put(sas + 8 + 8 * layout["sas.max_inline"], "2q", 3, 1)
+    put(impl + layout["impl.numel"], "q", 6)
+    put(impl + layout["impl.data_type"], "H", 6)                 # Float
+    put(impl + layout["impl.device_opt"], "bbB", 0, -1, 1)       # cpu, engaged
+    put(impl + layout["impl.storage_offset"], "q", 0)
+    put(impl + layout["impl.storage"], "Q", storage)
+    put(storage + layout["storage.data"], "Q", data)
+    put(data, "6f", *range(6))
+    return impl, lambda addr, size: bytes(flat[addr:addr + size])
+
+
+def test_a_tensor_reads_in_the_layout_of_its_torch_version() -> None:
+    """2.6.0's TensorImpl is not 2.13.0's: each reads right, in any order (the printers cannot
+    know which torch a process loaded), and one layout does not read the other's tensor."""
+    from orchestrator.ide.debugger_scripts import torch_types as tt
+    expected = "Float[2, 3] strides=[3, 1] cpu offset=0 numel=6 = [0, 1, 2, 3, 4, 5]"
+    impl26, read26 = _tensor_image(tt.LAYOUTS["2.6.0"])
+    impl213, read213 = _tensor_image(tt.LAYOUTS["2.13.0"])
+    for impl, read in ((impl26, read26), (impl213, read213), (impl26, read26)):
+        assert tt.tensor_impl_text(read, impl) == expected
+    with pytest.raises(tt.Invalid):
+        tt._tensor_impl_text(read26, impl26, tt.LAYOUTS["2.13.0"])
+    with pytest.raises(tt.Invalid):
+        tt._tensor_impl_text(read213, impl213, tt.LAYOUTS["2.6.0"])

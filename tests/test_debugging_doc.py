@@ -21,11 +21,12 @@ def doc_blocks() -> list[str]:
     return lines
 
 
-def test_debugging_doc_commands_run_as_written(tmp_path: Path, session_toolchain: Path) -> None:
+def test_debugging_doc_commands_run_as_written(tmp_path: Path, session_toolchain: Path,
+                                               cuda12_toolchain: Path) -> None:
     project = copy_project(tmp_path / "project")
     shutil.copytree(REPO / "docs", project / "docs")
     os.symlink(REPO / ".venv", project / ".venv")
-    store = make_store(tmp_path / "store", session_toolchain)
+    store = make_store(tmp_path / "store", session_toolchain, cuda12_toolchain)
     lines = doc_blocks()
     assert any(ln.startswith(".orch/bin/gdb ") for ln in lines) and any("-c .orch/demo.core" in ln for ln in lines)
     env = {k: v for k, v in os.environ.items() if k not in ("MAX_JOBS", "VIRTUAL_ENV")}
@@ -53,5 +54,14 @@ def test_debugging_doc_commands_run_as_written(tmp_path: Path, session_toolchain
     assert "torch_two_levels.py:7:inner" in tensors, tensors
     gdb_tensors = output_of(".orch/bin/gdb -batch -nx -x .gdbinit -ex 'break torchext")
     assert "a = Float[2, 3] strides=[3, 1] cpu offset=0 numel=6 = [0, 1, 2, 3, 4, 5]" in gdb_tensors
+    # CUDA (cudademo12's -G variant): device DWARF in the cubin, the host line of axpy.cu in
+    # lldb-14 and in the toolchain's cuda-gdb 12.4, before the first CUDA call.
+    assert "has debug info" in output_of(".orch/toolchain/cuda/bin/cuobjdump -elf")
+    cu_lldb = output_of(".orch/bin/lldb -b -S .lldbinit -o 'breakpoint set -f axpy.cu")
+    assert re.search(r"cudademo_selftest\(n=4096, .*\) at axpy\.cu:18", cu_lldb), cu_lldb
+    assert "(int) n = 4096" in cu_lldb, cu_lldb
+    cu_gdb = output_of(".orch/bin/cuda-gdb")
+    assert re.search(r"Breakpoint 1, cudademo_selftest \(n=4096, .*axpy\.cu:18", cu_gdb), cu_gdb
+    assert "18\t  *bad = -1;" in cu_gdb and "$1 = 4096" in cu_gdb, cu_gdb
     assert "is not being read" not in out and "Traceback" not in out, out[-5000:]
     assert not (project / ".orch/demo.core").exists()

@@ -11,12 +11,14 @@ from pathlib import Path
 from orchestrator.builders.cmake_steps import configure_args
 from orchestrator.builders.context import BuildContext
 from orchestrator.config.settings import Settings
+from orchestrator.errors import UserError
 from orchestrator.fs import atomic_symlink
 from orchestrator.ide.spec import IdeSpec, presets_binary_dir_for
 from orchestrator.model.recipe import path_outputs, resolve_variant
 from orchestrator.plan.derivation import Plan, make_plan
 from orchestrator.plan.selection import extra_vars, manifest_selection
 from orchestrator.store.artifacts import Store
+from orchestrator.toolchain import cuda_toolkit
 from orchestrator.toolchain.materialize import Toolchain, ensure_toolchain
 from orchestrator.workspace.profiles import Workspace
 
@@ -56,6 +58,9 @@ def spec_for(settings: Settings, plan: Plan | None = None,
                                log=ws.orch / "unused.log")
             args[v] = configure_args(ctx)
     deb_root = tc.deb_root if tc.debugger is not None else None
+    cuda = cuda_toolkit.toolkit_entry(plan.lock)
+    cuda_gdb = cuda_gdb_for(settings, tc, plan.recipe.name, plan.lock.name,
+                            cuda.version if cuda else None)
     spec = IdeSpec(
         workspace=ws.root, repo_root=settings.repo_root, recipe=plan.recipe.name,
         variant=plan.variant_name, variants=list(plan.recipe.variants),
@@ -64,5 +69,19 @@ def spec_for(settings: Settings, plan: Plan | None = None,
         outputs=path_outputs(plan.recipe), configure_args=args,
         doit=[sys.executable, "-m", "doit", "-f", str(settings.repo_root / "dodo.py")],
         gdb=Path(g) if (g := shutil.which("gdb")) else None,
-        source_logical=source_logical, select_vars=select_vars)
+        source_logical=source_logical, select_vars=select_vars,
+        cuda_gdb=cuda_gdb, cuda_version=cuda.version if cuda else None)
     return spec, active
+
+
+def cuda_gdb_for(settings: Settings, tc: Toolchain, recipe: str, lock: str,
+                 cuda_version: str | None) -> Path | None:
+    """The toolchain's cuda-gdb unless `cuda_gdb=0`; `cuda_gdb=1` where the toolchain has
+    none: one line (only CUDA 12.4's is pinned: no registry here carries a cuda-gdb for 13)."""
+    wanted = settings.flag("cuda_gdb", True)
+    if wanted and tc.cuda_gdb is None and "cuda_gdb" in settings.vars:
+        has = f"CUDA {cuda_version}, no cuda-gdb" if cuda_version else "no CUDA toolkit"
+        raise UserError(f"cuda_gdb=1: the toolchain of recipe {recipe} (lock {lock}) has {has}; "
+                        "cuda-gdb 12.4 is pinned in locks/cuda12.toml ([cuda.gdb]) only, e.g. "
+                        "recipe=cudademo12 (no registry here carries a cuda-gdb for CUDA 13)")
+    return tc.cuda_gdb if wanted else None

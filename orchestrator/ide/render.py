@@ -8,7 +8,10 @@ from typing import TYPE_CHECKING
 from orchestrator.fs import write_atomic
 from orchestrator.ide.cmake_presets import cmake_presets, presets_path
 from orchestrator.ide.debugger_init import (
+    CUDA_GDB_INIT,
     SCRIPTS_DIR,
+    cuda_gdb_wrapper,
+    cuda_gdbinit,
     debugger_scripts,
     gdb_wrapper,
     gdbinit_block,
@@ -47,6 +50,10 @@ def render_files(spec: IdeSpec) -> dict[Path, tuple[str, int]]:
     gdb = gdb_wrapper(spec)
     if gdb is not None:
         out[spec.workspace / ".orch" / "bin" / "gdb"] = (gdb, 0o755)
+    cuda_gdb = cuda_gdb_wrapper(spec)
+    if cuda_gdb is not None:
+        out[spec.workspace / ".orch" / "bin" / "cuda-gdb"] = (cuda_gdb, 0o755)
+        out[spec.workspace / CUDA_GDB_INIT] = (cuda_gdbinit(spec), 0o644)
     for name, text in debugger_scripts().items():
         out[spec.workspace / SCRIPTS_DIR / name] = (text, 0o644)
     out[vs / "launch.json"] = (dump_json(launch_json(spec, vs / "launch.json")), 0o644)
@@ -64,10 +71,20 @@ def render_files(spec: IdeSpec) -> dict[Path, tuple[str, int]]:
     return out
 
 
+def stale_files(spec: IdeSpec, rendered: dict[Path, tuple[str, int]]) -> list[Path]:
+    """Our files of another toolchain that this one does not have (cuda-gdb's, after a switch
+    from a CUDA 12 artifact): present, not rendered now."""
+    ours = [spec.workspace / ".orch" / "bin" / "cuda-gdb", spec.workspace / CUDA_GDB_INIT]
+    return [p for p in ours if p not in rendered and (p.is_file() or p.is_symlink())]
+
+
 def write_files(spec: IdeSpec) -> list[Path]:
-    """Write every file (atomically, only when changed); return those written."""
-    return [path for path, (text, mode) in render_files(spec).items()
-            if write_if_changed(path, text, mode)]
+    """Write every file (atomically, only when changed), remove our stale ones; return those
+    written."""
+    rendered = render_files(spec)
+    for path in stale_files(spec, rendered):
+        path.unlink()
+    return [path for path, (text, mode) in rendered.items() if write_if_changed(path, text, mode)]
 
 
 def refresh_if_managed(settings: Settings, plan: Plan | None = None,

@@ -32,9 +32,14 @@ class IdeSpec:
     configure_args: Mapping[str, list[str]]   # variant -> the builder's cmake args
     doit: list[str]                           # argv that runs this repo's doit
     gdb: Path | None = None
+    # The toolchain's cuda-gdb (CUDA 12.4's, locks/cuda12.toml [cuda.gdb]); None: none pinned,
+    # or left out (`doit vscode cuda_gdb=0`). cuda_version: the locked toolkit's, if any.
+    cuda_gdb: Path | None = None
+    cuda_version: str | None = None
     extra_env: Mapping[str, str] = field(default_factory=dict)
     # Where the active artifact's debug info names its source, when not /orch/src/<recipe>
-    # (a per-build source copy inside the build tree: /orch/build/<recipe>-<variant>/source).
+    # (an artifact built before issue 33 from a per-build source copy inside the build tree:
+    # /orch/build/<recipe>-<variant>/source).
     source_logical: str | None = None
     # What selects the active artifact besides recipe/variant (targets=, source=): the
     # preLaunchTask rebuilds exactly that artifact.

@@ -7,11 +7,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from orchestrator.ide.debugger_init import GDB_SCRIPT, LLDB_SCRIPT, SCRIPTS_DIR, wrappers
+from orchestrator.ide.debugger_init import GDB_SCRIPT, LLDB_SCRIPT, SCRIPTS_DIR, cuda_gdb_commands, wrappers
 from orchestrator.ide.jsonc import OURS, merge_named, read_json
 from orchestrator.ide.spec import WS, IdeSpec
 from orchestrator.toolchain.debugger_env import locate
 
+CUDA_GDB_CONFIG = f"{OURS}Python + CUDA (cuda-gdb)"
 # Runtime toggles of the "debug-env" configurations (PyTorch-style native debugging).
 DEBUG_ENV = {"CUDA_LAUNCH_BLOCKING": "1", "TORCH_SHOW_CPP_STACKTRACES": "1",
              "PYTHONFAULTHANDLER": "1"}
@@ -83,6 +84,18 @@ def launch_configurations(spec: IdeSpec) -> list[dict[str, Any]]:
                         "pythonConfig": "custom", "pythonLaunchName": f"{OURS}Python (debugpy)",
                         "cppConfig": "custom",
                         "cppAttachName": f"{OURS}attach C++ to a process ({native})"})
+    if spec.cuda_gdb is not None:
+        # The toolchain's cuda-gdb (CUDA 12.4) through cpptools' MI engine: host and device
+        # breakpoints (device code of a `-G` variant; the kernel's need a GPU).
+        configs.append(
+            {"name": CUDA_GDB_CONFIG, "type": "cppdbg", "request": "launch",
+             "program": program, "args": args, "cwd": WS, "MIMode": "gdb",
+             "miDebuggerPath": spec.ws(".orch/bin/cuda-gdb", absolute=False),
+             "environment": [{"name": k, "value": v} for k, v in env.items()],
+             "sourceFileMap": first_wins(smap),
+             "setupCommands": [{"description": c, "text": c, "ignoreFailures": True}
+                               for c in cuda_gdb_commands(spec, absolute=False)],
+             "stopAtEntry": False, "externalConsole": False, "preLaunchTask": task})
     if spec.deb_root is None or locate(spec.deb_root) is None:
         configs = [c for c in configs if c["type"] != "lldb-dap"
                    and c.get("cppAttachName", "").find("lldb-14") == -1]

@@ -23,7 +23,8 @@ def cmd_vscode(settings: Settings) -> None:
     data = {"workspace": str(spec.workspace), "recipe": spec.recipe, "variant": spec.variant,
             "written": [str(p) for p in changed], "debug_info": report, "note": note,
             "lldb_vscode": str(spec.workspace / ".orch/bin/lldb-vscode") if tools else None,
-            "lldb_missing_libraries": missing}
+            "lldb_missing_libraries": missing,
+            "cuda_gdb": str(spec.workspace / ".orch/bin/cuda-gdb") if spec.cuda_gdb else None}
     lines = [f"vscode: {spec.recipe} {spec.variant} in {spec.workspace}: "
              f"{len(changed)} file(s) written" + (":" if changed else "")]
     # File names are printed as they are (no rich markup inside a path).
@@ -37,4 +38,11 @@ def cmd_vscode(settings: Settings) -> None:
         lines.append(f"[yellow]warning:[/] lldb-14 cannot start here, this machine lacks "
                      f"{', '.join(missing)} (Debian: apt-get install libllvm14 "
                      "libclang-cpp14); the gdb configurations work meanwhile")
+    if spec.cuda_gdb is not None:
+        lines.append(f"cuda-gdb (CUDA {spec.cuda_version}): .orch/bin/cuda-gdb -x "
+                     ".orch/cuda-gdbinit, launch configuration `orch: Python + CUDA (cuda-gdb)`")
+    elif spec.cuda_version is not None:
+        lines.append(f"no cuda-gdb in the toolchain (CUDA {spec.cuda_version}): no cuda-gdb "
+                     "configuration written (cuda-gdb 12.4 comes with locks/cuda12.toml, e.g. "
+                     "recipe=cudademo12)")
     emit(settings, data, "\n".join(lines))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from typing import Any
 
 import lldb  # type: ignore[import-not-found]
 
@@ -36,14 +37,14 @@ def has_parameters(name: str) -> bool:
     return params not in ("", "void")
 
 
-def evenly(items: list, count: int) -> list:
+def evenly(items: list[str], count: int) -> list[str]:
     if len(items) <= count:
         return items
     step = len(items) / count
     return [items[int(k * step)] for k in range(count)]
 
 
-def probe_library(debugger, path: str, sample: int) -> dict:
+def probe_library(debugger: Any, path: str, sample: int) -> dict[str, Any]:
     target = debugger.CreateTarget(path)
     if not target.IsValid() or target.GetNumModules() == 0:
         return {"error": f"lldb-14 cannot load {path}"}
@@ -55,7 +56,7 @@ def probe_library(debugger, path: str, sample: int) -> dict:
                 and not name.endswith("(.cold)"):
             starts.setdefault(name, s.GetStartAddress().GetFileAddress())
     names = sorted(starts)
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     looked = unnamed = 0
     for name in evenly(names, sample * 8):
         if len(out) >= sample:

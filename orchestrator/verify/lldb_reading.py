@@ -8,6 +8,7 @@ import json
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from orchestrator.toolchain.debugger_env import locate
 
@@ -26,7 +27,7 @@ class Unreadable:
     missing: str
 
 
-def probe(deb_root: Path, python: Path, libs: list[Path], sample: int = SAMPLE) -> dict[str, dict]:
+def probe(deb_root: Path, python: Path, libs: list[Path], sample: int = SAMPLE) -> dict[str, dict[str, Any]]:
     """The probe's JSON for each library (keyed by the path given), or {} without an lldb."""
     tools = locate(deb_root)
     if tools is None or not libs:
@@ -37,10 +38,11 @@ def probe(deb_root: Path, python: Path, libs: list[Path], sample: int = SAMPLE) 
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"the lldb-14 probe failed (exit {done.returncode}): {last}")
-    return json.loads(done.stdout)
+    result: dict[str, dict[str, Any]] = json.loads(done.stdout)
+    return result
 
 
-def unreadable(result: dict) -> Unreadable | None:
+def unreadable(result: dict[str, Any]) -> Unreadable | None:
     """The first sampled function lldb-14 does not read, or None when it reads them. The
     probe passes over functions whose parameters are all unnamed in the source (nothing to
     read); the library fails if lldb names no parameter of any function it sampled."""

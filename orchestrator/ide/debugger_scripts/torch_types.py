@@ -3,8 +3,11 @@ they work on core files, GCC builds and the locked torch wheel, whose libraries 
 DWARF: c10::TensorImpl is only a declaration in an extension's debug info). Shared by the
 lldb summaries and the gdb pretty printers; the debugger gives `read(address, size)`.
 
-LAYOUT: the locked torch wheel's x86_64 layout (offsetof over its own headers;
-tests/test_debug_torchext.py compiles them again and compares). Anything implausible
+LAYOUTS: the x86_64 layouts of the torch versions this project builds or pins (offsetof over
+their own headers: 2.13.0, the locked wheel's, compared by tests/test_debug_torchext.py; 2.6.0,
+the pytorch2 recipe's, by tests/test_pytorch2_build.py). A debugger does not know which torch
+a process loaded, so each TensorImpl is read with the layout that last read one, then the
+others: a layout that does not fit reads as corrupt. Anything implausible under every layout
 (freed: refcount 0; corrupt: numel != product of sizes, dim > 64, unknown dtype or device)
 reads `<invalid>`, never a hang."""
 from __future__ import annotations
@@ -14,7 +17,7 @@ import struct
 from collections.abc import Callable
 
 Read = Callable[[int, int], bytes]
-TORCH_VERSION = "2.13.0"
+TORCH_VERSION = "2.13.0"   # the locked wheel's (locks/torchext)
 LAYOUT = {
     "impl.refcount": 8,                # intrusive_ptr_target::combined_refcount_ (after the vptr)
     "impl.storage": 16,                # TensorImpl::storage_ (intrusive_ptr<StorageImpl>)
@@ -27,6 +30,11 @@ LAYOUT = {
     "storage.data": 16,                # StorageImpl::data_ptr_ (DataPtr: the data pointer first)
     "scalar.v": 16,                    # c10::Scalar: tag at 0, the value union at 16
 }
+# 2.6.0 (recipes/pytorch2.toml): TensorImpl has 8 bytes more before sizes_and_strides_.
+LAYOUT_2_6 = {**LAYOUT, "impl.sizes_and_strides": 64, "impl.storage_offset": 152,
+              "impl.numel": 160, "impl.data_type": 168, "impl.device_opt": 170}
+LAYOUTS = {TORCH_VERSION: LAYOUT, "2.6.0": LAYOUT_2_6}
+_order = list(LAYOUTS)   # the layout that read the last tensor first
 SCALAR_TYPES = (
     "Byte Char Short Int Long Half Float Double ComplexHalf ComplexFloat ComplexDouble Bool "
     "QInt8 QUInt8 QInt32 BFloat16 QUInt4x2 QUInt2x4 Bits1x8 Bits2x4 Bits4x2 Bits8 Bits16 "
@@ -79,37 +87,42 @@ def tensor_impl_text(read: Read, impl: int) -> str:
     for a null impl; INVALID when the memory is not a live TensorImpl."""
     if impl == 0:
         return "undefined tensor"
-    try:
-        return _tensor_impl_text(read, impl)
-    except (Invalid, struct.error, OverflowError, ValueError, IndexError, MemoryError):
-        return INVALID
+    for version in list(_order):
+        try:
+            text = _tensor_impl_text(read, impl, LAYOUTS[version])
+        except (Invalid, struct.error, OverflowError, ValueError, IndexError, MemoryError):
+            continue
+        _order.remove(version)
+        _order.insert(0, version)
+        return text
+    return INVALID
 
 
-def _tensor_impl_text(read: Read, impl: int) -> str:
-    strong = _u(read, impl + LAYOUT["impl.refcount"], "Q") & 0xFFFFFFFF
+def _tensor_impl_text(read: Read, impl: int, layout: dict[str, int]) -> str:
+    strong = _u(read, impl + layout["impl.refcount"], "Q") & 0xFFFFFFFF
     if strong == 0 or strong > 1 << 24:
         raise Invalid("freed")
-    sas = impl + LAYOUT["impl.sizes_and_strides"]
+    sas = impl + layout["impl.sizes_and_strides"]
     dim = _u(read, sas, "Q")
     if dim > MAX_DIM:
         raise Invalid(f"dim {dim}")
-    inline = dim <= LAYOUT["sas.max_inline"]
+    inline = dim <= layout["sas.max_inline"]
     data = sas + 8 if inline else _u(read, sas + 8, "Q")
     sizes = list(struct.unpack(f"<{dim}q", read(data, 8 * dim))) if dim else []
-    stride_at = data + 8 * (LAYOUT["sas.max_inline"] if inline else dim)
+    stride_at = data + 8 * (layout["sas.max_inline"] if inline else dim)
     strides = list(struct.unpack(f"<{dim}q", read(stride_at, 8 * dim))) if dim else []
-    numel = _u(read, impl + LAYOUT["impl.numel"], "q")
+    numel = _u(read, impl + layout["impl.numel"], "q")
     if any(s < 0 for s in sizes) or numel != math.prod(sizes):
         raise Invalid("numel")
-    dtype = scalar_type_text(_u(read, impl + LAYOUT["impl.data_type"], "H"))
-    dev_type, dev_index, engaged = struct.unpack("<bbB", read(impl + LAYOUT["impl.device_opt"], 3))
+    dtype = scalar_type_text(_u(read, impl + layout["impl.data_type"], "H"))
+    dev_type, dev_index, engaged = struct.unpack("<bbB", read(impl + layout["impl.device_opt"], 3))
     device = device_text(dev_type, dev_index) if engaged == 1 else "no device"
-    offset = _u(read, impl + LAYOUT["impl.storage_offset"], "q")
+    offset = _u(read, impl + layout["impl.storage_offset"], "q")
     text = (f"{dtype}{sizes} strides={strides} {device} offset={offset} numel={numel}")
     fmt = ELEMENTS.get(dtype)
     if device == "cpu" and fmt and numel and contiguous(sizes, strides):
-        storage = _u(read, impl + LAYOUT["impl.storage"], "Q")
-        base = _u(read, storage + LAYOUT["storage.data"], "Q")
+        storage = _u(read, impl + layout["impl.storage"], "Q")
+        base = _u(read, storage + layout["storage.data"], "Q")
         count = min(numel, FIRST_ELEMENTS)
         size = struct.calcsize(fmt)
         values = struct.unpack(f"<{count}{fmt}", read(base + offset * size, count * size))
