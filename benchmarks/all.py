@@ -8,7 +8,8 @@ prints text, parsed here). A row whose script cannot run says why instead of a n
         [--pytorch-store DIR [--pytorch-store-targets c10]]
         [--pytorch-checkout DIR --pytorch-checkout-store DIR [--pytorch-targets c10]]
 
---quick skips the slow ones (time_to_breakpoint, cache_pull, the c10 edit loop: its first run
+--quick skips the slow ones (time_to_breakpoint, cache_pull, cache_pull_oci (at least 5 rounds:
+its ratios are medians of per-round ratios, spread beside them), the c10 edit loop: its first run
 builds c10, a few minutes; --c10-work DIR keeps that build for the next run).
 """
 from __future__ import annotations
@@ -216,6 +217,31 @@ def pull_rows(args: argparse.Namespace) -> list[Row]:
     return rows or [skipped(measure, "cache_pull.py printed neither set")]
 
 
+def oci_pull_rows(args: argparse.Namespace) -> list[Row]:
+    """cache_pull_oci.py: pulls from nginx and from a docker-registry against `curl | zstd -d`
+    of the registry's blobs; each ratio is the median of the rounds' own ratios (each round's
+    baseline over that round's pull) with their spread beside it."""
+    measure = "pull from nginx and from an OCI registry vs curl + zstd of the same blobs"
+    out, why = run_script("cache_pull_oci.py", "--rounds", str(max(args.repeat, 5)))
+    if out is None:
+        return [skipped(measure, why)]
+    d = last_json(out)
+    rows: list[Row] = []
+    for tree, what, base, goal in (("large", "torch lib/", "the best `curl | zstd -d`", ">= 0.9"),
+                                   ("small", "small files", "`curl | zstd -d | tar -x`", ">= 0.8")):
+        if f"{tree}_paired_ratio_oci" not in d:
+            continue
+        baseline = d[f"{tree}_tar_s"] if tree == "small" else \
+            min(d[f"{tree}_curl-seq_s"], d[f"{tree}_curl-par_s"])
+        for name, label in (("nginx", "nginx"), ("oci", "OCI registry")):
+            k = f"{tree}_paired_ratio_{name}"
+            rows.append((f"pull of {what} ({d[f'{tree}_files']:.0f} files, {d[f'{tree}_mb']:.0f} "
+                         f"MB) from {label} vs {base}, load {d[f'{tree}_load']:.1f}",
+                         f"{d[f'{tree}_{name}_s']:.2f} s", f"{baseline:.2f} s",
+                         f"{d[k]:.2f} ({d[k + '_min']:.2f}-{d[k + '_max']:.2f})", goal))
+    return rows or [skipped(measure, "cache_pull_oci.py printed neither set")]
+
+
 def breakpoint_rows(args: argparse.Namespace) -> list[Row]:
     measure = "first breakpoint, fresh clone + cached artifact vs warm"
     out, why = run_script("time_to_breakpoint.py")
@@ -236,7 +262,7 @@ def breakpoint_rows(args: argparse.Namespace) -> list[Row]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="skip time_to_breakpoint and cache_pull")
+    ap.add_argument("--quick", action="store_true", help="skip time_to_breakpoint, cache_pull and cache_pull_oci")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--big-gb", type=float, default=1.0, help="size of spine's big artifact")
     ap.add_argument("--torch", help="torch package directory for verify_torch.py")
@@ -251,7 +277,7 @@ def main() -> None:
     args = ap.parse_args()
     parts = [spine_rows, startup_rows, pytorch_noop_rows, verify_rows]
     if not args.quick:
-        parts += [c10_edit_rows, pull_rows, breakpoint_rows]
+        parts += [c10_edit_rows, pull_rows, oci_pull_rows, breakpoint_rows]
     rows = [r for part in parts for r in part(args)]
     load = os.getloadavg()[0]
     table = Table(title=f"benchmarks (median of {args.repeat}; baselines measured in this run; "

@@ -155,15 +155,30 @@ def curl_tar(archive_url: str, out: Path) -> tuple[float, float]:
     return time.monotonic() - start, cpu_seconds() - cpu
 
 
+PHASES: dict[str, list[tuple[float, float, float]]] = {}  # url -> each pull's phases
+
+
 def our_pull(artifact_id: str, config: CacheConfig, store_root: Path) -> tuple[float, float]:
     """(seconds, CPU seconds) for a pull into an empty store (a store_root that does not
-    exist yet has nothing to remove)."""
+    exist yet has nothing to remove). Its phases (record, download, commit seconds) go to
+    PHASES under the substituter's URL."""
     remove_tree(store_root)
     settle()
+    stats = TransferStats()
     cpu, start = cpu_seconds(), time.monotonic()
-    got = pull(Store(store_root), artifact_id, config, stats=TransferStats())
+    got = pull(Store(store_root), artifact_id, config, stats=stats)
     assert got is not None
+    PHASES.setdefault(config.substituters[0], []).append(
+        (stats.record_seconds, stats.download_seconds, stats.commit_seconds))
     return time.monotonic() - start, cpu_seconds() - cpu
+
+
+def phases_line(config: CacheConfig) -> str:
+    """The median seconds of a pull's phases (for the table: where its time goes)."""
+    runs = PHASES.get(config.substituters[0], [])
+    if not runs:
+        return "-"
+    return "/".join(f"{statistics.median(r[i] for r in runs):.2f}" for i in range(3))
 
 
 def med(runs: Runs, i: int = 0) -> float:

@@ -7,7 +7,16 @@ The artifacts are those of benchmarks/cache_pull.py (torch 2.13.0 wheel: `large`
 stores, rounds interleaved (each method in each place of a round in turn, each run into a
 new directory). Medians with the spread (min-max) beside them, and the ratios the goals of
 benchmarks/cache_pull.py name: pull / best curl | zstd -d >= 0.9 (large), pull / curl |
-zstd -d | tar -x of the same tree as one archive >= 0.8 (small).
+zstd -d | tar -x of the same tree as one archive >= 0.8 (small). Each goal ratio is printed
+twice: medians over each other (with the spread of the pull's rounds), and the median of the
+rounds' own ratios (each round's baseline over that round's pull, with their min-max), the
+figure benchmarks/all.py shows. Beside them: the CPU seconds of each method (this process
+and its children; the servers' own CPU not included), the median seconds of a pull's phases
+(record fetched and checked / contents downloaded into staging / the store's commit) and
+the load average of each round.
+On the 2-core dev VM (ext4 without a journal, shared with builds and tests) creating files
+costs whatever ext4's recently_deleted() scan costs at that moment: the same tar -x of the
+same archive took 0.9-7.0 s within one run; read the spreads before the medians.
 
     .venv/bin/python benchmarks/cache_pull_oci.py [--wheel PATH] [--rounds N] [--jobs N]
         [--set large|small|both]
@@ -19,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,6 +42,7 @@ sys.path.insert(0, str(REPO / "tests" / "oci"))
 from cache_pull import (  # noqa: E402
     GOAL,
     LARGE,
+    PHASES,
     SMALL,
     SMALL_GOAL,
     Runs,
@@ -42,6 +53,7 @@ from cache_pull import (  # noqa: E402
     make_artifact,
     med,
     our_pull,
+    phases_line,
 )
 from nginx_server import NginxServer  # noqa: E402
 from registry_server import RegistryServer  # noqa: E402
@@ -65,6 +77,13 @@ def ratios(base: float, runs: Runs) -> str:
     """The spread of a ratio: the baseline's median over each run's seconds."""
     s = [r[0] for r in runs]
     return f"{base / max(s):.2f}-{base / min(s):.2f}"
+
+
+def paired(base: list[float], runs: Runs) -> list[float]:
+    """Each round's own ratio: that round's baseline seconds over that round's pull. The
+    methods of one round run back to back, so load from elsewhere (2 shared cores here)
+    that comes and goes between rounds hits both sides of a pair alike."""
+    return [b / r[0] for b, r in zip(base, runs, strict=True)]
 
 
 def registry_blobs(url: str, config: CacheConfig, artifact_id: str) -> tuple[str, list[str]]:
@@ -93,6 +112,7 @@ def one_set(tree: TreeSet, args: argparse.Namespace, work: Path, wheel: Path, st
     art = make_artifact(store, wheel, tree, "base")
     manifest = Store.read_manifest(art)
     size = manifest.total_size()
+    PHASES.clear()  # this set's pulls only
     push_s: dict[str, float] = {}
     for name, config in configs.items():
         t0 = time.monotonic()
@@ -110,6 +130,7 @@ def one_set(tree: TreeSet, args: argparse.Namespace, work: Path, wheel: Path, st
     # method takes each place in a round in turn, so none always follows another's removal.
     rounds_dir = work / "rounds"
     order = list(runs)
+    loads: list[float] = []
     for r in range(args.rounds):  # interleaved: load from elsewhere hits every method alike
         for name in order[r % len(order):] + order[:r % len(order)]:
             out = rounds_dir / f"{name}-{r}"
@@ -120,13 +141,14 @@ def one_set(tree: TreeSet, args: argparse.Namespace, work: Path, wheel: Path, st
                                              1 if name == "curl-seq" else args.jobs))
             else:
                 runs[name].append(our_pull(manifest.id, configs[name], out))
+        loads.append(os.getloadavg()[0])
         if tree is not SMALL:
             remove_tree(rounds_dir)
     remove_tree(rounds_dir)
     best = min(med(runs["curl-seq"]), med(runs["curl-par"]))
     print(f"\n{tree.name}: {len(manifest.files)} files, {size / 1e6:.0f} MB, {len(digests)} "
           f"registry blobs, {args.rounds} rounds, load average {os.getloadavg()[0]:.1f}")
-    print(f"{'method':<58} {'median s':>9} {'spread s':>12} {'MB/s':>7}")
+    print(f"{'method':<58} {'median s':>9} {'spread s':>12} {'MB/s':>7} {'CPU s':>6}")
     rows = [("curl | zstd -d from the registry, one blob at a time", "curl-seq"),
             (f"curl | zstd -d from the registry, {args.jobs} at a time", "curl-par"),
             (f"pull from nginx (http://, jobs={args.jobs})", "nginx"),
@@ -135,19 +157,41 @@ def one_set(tree: TreeSet, args: argparse.Namespace, work: Path, wheel: Path, st
         rows.insert(2, ("curl | zstd -d | tar -x, one archive from nginx", "tar"))
     for label, name in rows:
         print(f"{label:<58} {med(runs[name]):>9.2f} {spread(runs[name]):>12} "
-              f"{size / med(runs[name]) / 1e6:>7.0f}")
+              f"{size / med(runs[name]) / 1e6:>7.0f} {med(runs[name], 1):>6.2f}")
     # the goal's baseline: the best curl | zstd -d (large), curl | zstd -d | tar -x (small)
     base, goal, what = (med(runs["tar"]), SMALL_GOAL, "curl | zstd -d | tar -x") if archive_url \
         else (best, GOAL, "best curl | zstd -d")
+    per_round = [r[0] for r in runs["tar"]] if archive_url else \
+        [min(a[0], b[0]) for a, b in zip(runs["curl-seq"], runs["curl-par"], strict=True)]
+    base_cpu = med(runs["tar"], 1) if archive_url else \
+        min(med(runs["curl-seq"], 1), med(runs["curl-par"], 1))
+    out: dict[str, float] = {}
     for name in ("nginx", "oci"):
         ratio = base / med(runs[name])
+        pairs = paired(per_round, runs[name])
         print(f"{'ratio: ' + name + ' pull / ' + what + f' (goal >= {goal})':<58} "
               f"{ratio:>9.2f} {ratios(base, runs[name]):>12}  "
               f"{'OK' if ratio >= goal else 'BELOW GOAL'}")
+        print(f"{'  the same, round by round (median, spread)':<58} "
+              f"{statistics.median(pairs):>9.2f} {min(pairs):>7.2f}-{max(pairs):.2f}  "
+              f"{'OK' if statistics.median(pairs) >= goal else 'BELOW GOAL'}")
+        print(f"{'  CPU seconds: baseline / pull (this process, children)':<58} "
+              f"{base_cpu / med(runs[name], 1):>9.2f} "
+              f"{base_cpu:>5.2f}/{med(runs[name], 1):.2f}")
+        print(f"{'  pull phases, median s: record/download/commit':<58} "
+              f"{phases_line(configs[name]):>22}")
         print(f"{'push to ' + name + ' (first time)':<58} {push_s[name]:>9.2f}")
+        out[f"{tree.name}_paired_ratio_{name}"] = statistics.median(pairs)
+        out[f"{tree.name}_paired_ratio_{name}_min"] = min(pairs)
+        out[f"{tree.name}_paired_ratio_{name}_max"] = max(pairs)
+        out[f"{tree.name}_ratio_{name}_min"] = base / max(r[0] for r in runs[name])
+        out[f"{tree.name}_ratio_{name}_max"] = base / min(r[0] for r in runs[name])
+    print(f"load average per round: {' '.join(f'{x:.1f}' for x in loads)}")
     return {f"{tree.name}_{k}_s": med(v) for k, v in runs.items()} | \
         {f"{tree.name}_push_{k}_s": v for k, v in push_s.items()} | \
-        {f"{tree.name}_ratio_{k}": base / med(runs[k]) for k in ("nginx", "oci")}
+        {f"{tree.name}_ratio_{k}": base / med(runs[k]) for k in ("nginx", "oci")} | out | \
+        {f"{tree.name}_load": statistics.median(loads), f"{tree.name}_files": len(manifest.files),
+         f"{tree.name}_mb": size / 1e6}
 
 
 def main() -> int:

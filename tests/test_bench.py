@@ -125,12 +125,27 @@ def test_env_sh_never_mixes_two_artifacts(doit, cmd, project) -> None:
     assert "relwithdebinfo" in (project / ".orch" / "profile").resolve().name  # not switched
     res = cmd("run", "variant=release", "--", "sh", "-c", "exit 3")
     assert res.returncode == 3
+    # doit bench traces each side's first warm-up run: its own entry's libraries only
+    # (the extension module and libdemo_core.so); a command loading the other's library fails
+    res = cmd("bench", "variants=relwithdebinfo,release", "rounds=2", "allow_noisy=1",
+              f"plot={project / 'p.svg'}", "format=json", "--", "python", "-c", "import demo")
+    report = report_of(res)
+    for side, variant in ((report.a, "relwithdebinfo"), (report.b, "release")):
+        own = paths[variant].resolve()
+        assert str(own / "prefix/lib/libdemo_core.so") in side.libraries, side
+        assert all(lib.startswith(f"{own}/") for lib in side.libraries) and len(side.libraries) >= 2
+    [core] = (paths["release"] / "prefix" / "lib").glob("libdemo_core.so*")
+    res = cmd("bench", "variants=relwithdebinfo,release", "rounds=2", f"plot={project / 'p.svg'}",
+              "--", "python", "-c", f"import ctypes; ctypes.CDLL({str(core)!r})")
+    assert res.returncode == 1, res.output
+    assert "the command in relwithdebinfo loaded another artifact's library" in res.output
 
 
 @pytest.mark.parametrize("args, words", [
     (("recipe=benchkernel", "variants=release,nosuch"), "unknown variant 'nosuch'"),
     (("recipe=benchkernel", "variants=release"), "compare two artifacts"),
     (("recipe=benchkernel", "ids=abcdef0123,fedcba0123"), "no artifact"),
+    (("recipe=benchkernel", "ids=abcdef0123,fedcba0123", "targets=c10"), "targets= and source="),
     (("recipe=benchkernel", "variants=release,twice", "rounds=1"), "rounds="),
     (("recipe=benchkernel", "variants=release,twice", "measure=cpu", "metric=x"), "metric="),
 ])

@@ -53,9 +53,18 @@ def summary_lines(report: BenchReport) -> list[str]:
     lines.append(f"what differs ({len(changes)}, doit why):" if changes
                  else "what differs: nothing (the same derivation)")
     lines += [f"  {c.line()}" for c in changes]
+    for tag, side in (("A", report.a), ("B", report.b)):
+        lines.append(f"{tag} loaded from its own entry only: "
+                     + (", ".join(entry_relative(lib, side.path) for lib in side.libraries)
+                        or "no library of any artifact"))
     if report.plot:
         lines.append(f"plot: {report.plot}")
     return lines
+
+
+def entry_relative(library: str, entry: str) -> str:
+    """A loaded library's path inside its store entry (prefix/lib/libc10.so)."""
+    return library.partition(f"/{Path(entry).name}/")[2] or library
 
 
 def write_plot(report: BenchReport, path: Path) -> None:

@@ -10,7 +10,8 @@ from typing import Any
 
 from orchestrator.config.settings import Settings
 from orchestrator.errors import UserError
-from orchestrator.model.recipe import RUNTIME_SITE, path_outputs
+from orchestrator.lock.files import load_lock
+from orchestrator.model.recipe import RUNTIME_SITE, load_recipe, path_outputs
 from orchestrator.plan.artifact_ref import find_stored
 from orchestrator.plan.derivation import make_plan
 from orchestrator.realise.pipeline import Realised, realise
@@ -49,9 +50,11 @@ def stored_side(settings: Settings, store: Store, wanted: str, label: str) -> Si
     if not isinstance(outputs, dict):
         raise UserError(f"{label}{wanted}: its derivation names no outputs (stored by an older "
                         "orchestrator?); rebuild it")
-    # Its toolchain: the recipe's lock as it is now (the interpreter and wheels a run uses).
-    plan = make_plan(settings, store, manifest.recipe, manifest.variant)
-    toolchain = ensure_toolchain(store, plan.lock)
+    # Its toolchain: the recipe's lock as it is now (the interpreter and wheels a run uses);
+    # not a plan of the recipe, whose source may be another (a checkout's, or a partial
+    # build's pinned tree that is not unpacked here).
+    toolchain = ensure_toolchain(store, load_lock(settings.locks_dir,
+                                                  load_recipe(settings.recipes_dir, manifest.recipe).lock))
     if manifest.derivation.get("runtime"):  # its [runtime] requires, in the entry
         outputs = {**outputs, "runtime": [RUNTIME_SITE]}
     return Side(wanted, manifest.id, manifest.name, path, outputs, toolchain.root,
@@ -69,6 +72,9 @@ def bench_sides(settings: Settings, store: Store) -> list[Side]:
         raise UserError(f"bench: compare two artifacts: variants=relwithdebinfo,release or "
                         f"ids=A,B (6+ hex digits each); got {len(given)}")
     if ids:
+        if settings.vars.get("targets") or settings.vars.get("source"):
+            raise UserError("bench: targets= and source= select what variants= builds; ids= "
+                            "names stored artifacts as they are: drop them, or give variants=")
         return [stored_side(settings, store, x, "bench: ids=") for x in ids]
     for v in variants:  # both names checked before anything is built
         make_plan(settings, store, None, v)

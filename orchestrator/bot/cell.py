@@ -19,14 +19,13 @@ from typing import Any
 from orchestrator.bot.abi_diff import highest_glibc, store_summary
 from orchestrator.bot.matrix import Cell, cell_path
 from orchestrator.bot.provenance import host, repo_state
-from orchestrator.builders.process import BuildFailed
 from orchestrator.config.settings import Settings
 from orchestrator.errors import CheckFailed, UserError
 from orchestrator.fs import write_atomic
 from orchestrator.hashing import pretty_json
 from orchestrator.model.nightly import MatrixEntry
 from orchestrator.model.recipe import load_recipe
-from orchestrator.realise.pipeline import realise
+from orchestrator.realise.steps import StepFailed, run_steps
 from orchestrator.store.artifacts import Store
 from orchestrator.workspace.activate import activate
 from orchestrator.workspace.profiles import Workspace
@@ -112,15 +111,11 @@ def run_cell(settings: Settings, store: Store, reports: Path, cell: Cell, entry:
             settings, result["source"] = track_branch(settings, store, cell)
         except UserError as e:
             return _failed(result, "source", str(e), None, t0)
-    try:
-        r = realise(settings, store, cell.recipe, cell.variant)
-    except BuildFailed as e:
-        return _failed(result, "build", str(e), e.report, t0)
-    except CheckFailed as e:
-        stage = "verify" if str(e).startswith("verify failed") else "build"
-        return _failed(result, stage, str(e), e.report, t0)
-    except UserError as e:
-        return _failed(result, "build", str(e), None, t0)
+    try:  # the steps of cli.graph's tasks, in order (realise/steps.py)
+        r = run_steps(settings, store, cell.recipe, cell.variant)
+    except StepFailed as e:
+        stage = "build" if e.step in ("toolchain", "commit") else e.step
+        return _failed(result, stage, str(e), getattr(e.cause, "report", None), t0)
     manifest = Store.read_manifest(r.path)
     abi = store_summary(reports, r.plan.artifact_id, r.path)
     verify = manifest.verify or {}

@@ -21,6 +21,9 @@ class BenchSide(_Strict):
     q3: float
     iqr: float
     n: int
+    # The shared objects inside store entries that the command's processes loaded (real paths,
+    # from the loader's trace of its first warm-up run): its own entry's only, or bench failed.
+    libraries: list[str] = []
 
 
 class LoadReading(_Strict):
