@@ -14,7 +14,22 @@ import re
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
+
+
+class FileSig(NamedTuple):
+    """What says a file is unchanged without reading it: any write changes the size, the
+    mtime or the ctime (a rewrite that restores the mtime still moves the ctime), a replace by
+    rename the inode. The one stat signature of the caches and memos (a list in their JSON);
+    each adds what it needs beside it (the path, the device, the mode)."""
+    size: int
+    mtime_ns: int
+    ino: int
+    ctime_ns: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> FileSig:
+        return cls(st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
 TEMP_RE = re.compile(r"\.tmp-(?P<pid>\d+)-[0-9a-f]+$")
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from orchestrator.fs import JsonDictFile, temp_sibling
+from orchestrator.fs import FileSig, JsonDictFile, temp_sibling
 from orchestrator.memo.file_reads import note_stat
 
 CHUNK = 1 << 20
@@ -60,11 +60,11 @@ def sha256_file(path: Path | str) -> str:
 # Content hashes this process already knows, by inode identity (device, inode, size,
 # mtime_ns, ctime_ns: any write or link changes one of them): the pool inodes a stage was
 # given by Store.reuse_unchanged, so that Manifest.scan_files does not read them again.
-_KNOWN: dict[tuple[int, int, int, int, int], str] = {}
+_KNOWN: dict[tuple[int, FileSig], str] = {}
 
 
-def _identity(st: os.stat_result) -> tuple[int, int, int, int, int]:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+def _identity(st: os.stat_result) -> tuple[int, FileSig]:
+    return (st.st_dev, FileSig.of(st))
 
 
 def remember_sha256(st: os.stat_result, digest: str) -> None:
@@ -117,7 +117,7 @@ class StatCache(JsonDictFile):
         st = file.stat()
         key = str(file)
         note_stat(key, st)
-        sig = [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+        sig = list(FileSig.of(st))
         hit = self.entries.get(key)
         if hit and hit[:4] == sig:
             return hit[4]

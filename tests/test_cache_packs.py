@@ -140,6 +140,9 @@ def test_packed_pull_gives_the_same_files(cache_url: str, tmp_path: Path,
     path, _ = pull(Store(tmp_path / "B"), manifest.id, _config(cache_url), stats=down)
     _same_files(art, path, manifest)
     assert down.blobs_downloaded == len(contents) and down.packs_downloaded == len(doc["packs"])
+    # the phases the benchmarks print: each measured, together no more than the whole pull
+    phases = (down.record_seconds, down.download_seconds, down.commit_seconds)
+    assert all(s > 0 for s in phases) and sum(phases[1:]) <= down.seconds
     if cache_url.startswith("http"):
         gets = [e for e in nginx.access_log()[mark:] if e.method == "GET"]
         assert len(gets) == 1 + len(doc["packs"]) + len(set(contents) - packed)

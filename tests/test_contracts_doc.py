@@ -43,7 +43,24 @@ def test_every_python_name_in_contracts_exists() -> None:
 
 
 def test_every_orchestrator_path_in_contracts_exists() -> None:
-    paths = set(re.findall(r"orchestrator/[\w/]+(?:\.py)?", CONTRACTS.read_text()))
+    paths = set(re.findall(r"(?<![\w./-])orchestrator/[\w/]+(?:\.py)?", CONTRACTS.read_text()))
     assert paths
     missing = sorted(p for p in paths if not (REPO / p).exists())
     assert not missing, f"docs/contracts.md names paths that do not exist: {missing}"
+
+
+def test_sections_are_grouped_by_package_in_layer_order() -> None:
+    """Each `## x/ ...` heading names packages of orchestrator.LAYERS, lowest layer first."""
+    layer_of = {name.split(".")[0]: i for i, (_, names, _) in enumerate(orchestrator.LAYERS)
+                for name in names if "." not in name}
+    headings = re.findall(r"(?m)^## (.+)$", CONTRACTS.read_text())
+    ranks = []
+    for heading in headings:
+        packages = re.findall(r"\b([a-z_]+)/", heading)
+        if not packages:
+            continue
+        unknown = [p for p in packages if p not in layer_of]
+        assert not unknown, f"docs/contracts.md heading {heading!r} names no package of LAYERS: {unknown}"
+        ranks.append((min(layer_of[p] for p in packages), heading))
+    assert len(ranks) >= 8, headings
+    assert ranks == sorted(ranks, key=lambda r: r[0]), f"package sections out of layer order: {ranks}"

@@ -186,7 +186,10 @@ def pull_record(record: CacheRecord, store: Store, backend: Backend, jobs: int,
         with store.staging(record.name) as stage:
             assemble(record.manifest.files, f"pull {record.name[:12]}", store, backend, stage,
                      jobs, stats, record.pack_members(), read_only=True)
+            assembled = time.monotonic()
             path = store.commit(stage, record.manifest)
+    stats.download_seconds = assembled - start
+    stats.commit_seconds = time.monotonic() - assembled
     stats.seconds = time.monotonic() - start
     return path
 
@@ -230,7 +233,9 @@ def pull(store: Store, artifact_id: str, config: CacheConfig, urls: list[str] | 
     stats = stats if stats is not None else TransferStats()
 
     def attempt(url: str, backend: Backend) -> Path | None:
+        start = time.monotonic()
         record = fetch_record(backend, artifact_id, trusted)
+        stats.record_seconds = time.monotonic() - start
         if record is None:
             if not quiet_misses:
                 console.print(f"[dim]{url}: no artifact {artifact_id}[/]")

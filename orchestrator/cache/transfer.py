@@ -30,6 +30,11 @@ class TransferStats:
     packs_uploaded: int = 0
     packs_present: int = 0
     seconds: float = 0.0
+    # a pull's phases (benchmarks print them): the record fetched and checked (signature,
+    # model), the contents downloaded into the staging dir, the store's commit
+    record_seconds: float = 0.0
+    download_seconds: float = 0.0
+    commit_seconds: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, **amounts: int) -> None:

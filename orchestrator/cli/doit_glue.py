@@ -32,6 +32,8 @@ from orchestrator.errors import CheckFailed, UserError, is_no_space, no_space
 
 REPO_ROOT: Path = Path.cwd()
 ARTIFACT_TASKS = "artifact"  # cli.graph: artifact:<recipe>:<variant>
+# cli.graph's groups: their tasks are step-<step>:<...> and artifact:<recipe>:<variant>
+GRAPH_GROUPS = ("step-toolchain", "step-source", "step-build", "step-verify", "step-commit", ARTIFACT_TASKS)
 DEP_FILE = ":memory:"  # sqlite3's name for a database that is never written to disk
 
 def configure(repo_root: Path) -> None:
@@ -107,10 +109,11 @@ def preflight(argv: list[str]) -> None:
         raise SystemExit(0)
 
     for w in verbs:
-        if w == ARTIFACT_TASKS:
-            refuse(f"`doit {w}` alone would realise every recipe variant; name one: "
-                   f"doit {w}:<recipe>:<variant> (`doit list --all` lists them)")
-        if w.startswith(ARTIFACT_TASKS + ":"):
+        group = w.partition(":")[0]
+        if group in GRAPH_GROUPS and w == group:
+            refuse(f"`doit {w}` alone would run it for every recipe variant; name one: "
+                   f"doit {w}:<...> (`doit list --all` lists them)")
+        if group in GRAPH_GROUPS:
             continue  # cli.graph's tasks; doit itself refuses a name it does not have
         if w not in cli_vars.VERBS:
             hint = cli_vars.did_you_mean(w, [*cli_vars.VERBS, *DOIT_COMMANDS], "`doit {}`")
@@ -144,14 +147,31 @@ def action(verb: str, name: str | None = None, words: list[str] | None = None,
     (checked against the variables verb `name` takes, `fixed` ones replacing them), and its
     positional words if given."""
 
+    def call(settings: Settings) -> object:
+        fn = load_verb(verb)
+        # What is imported lives as long as the command: the collector no longer walks
+        # it (its full collections cost an edit → build 0.04-0.06 s, in verify).
+        gc.freeze()
+        return fn(settings) if words is None else fn(settings, list(words))
+
+    run = guarded(call, name, fixed)
+    run.__name__ = verb.partition(":")[2]
+    return run
+
+
+def step_action(call: Callable[[Settings], object], fixed: dict[str, str]) -> Callable[[], object]:
+    """A doit python-action for a step of cli.graph: `call` with the build verb's settings
+    (`fixed` replacing the command line's recipe and variant)."""
+    return guarded(call, "build", fixed)
+
+
+def guarded(call: Callable[[Settings], object], name: str | None,
+            fixed: dict[str, str] | None) -> Callable[[], object]:
+    """`call(settings)` as a doit python-action: a UserError (or a full disk) is one line and
+    a TaskError (exit 2), a CheckFailed its report and a TaskFailed (exit 1)."""
     def run() -> object:
         try:
-            settings = current_settings(name, fixed)
-            fn = load_verb(verb)
-            # What is imported lives as long as the command: the collector no longer walks
-            # it (its full collections cost an edit → build 0.04-0.06 s, in verify).
-            gc.freeze()
-            fn(settings) if words is None else fn(settings, list(words))
+            call(current_settings(name, fixed))
         except (UserError, OSError) as e:
             if isinstance(e, OSError):  # a full disk is one line; any other OSError is a bug
                 if not is_no_space(e):
@@ -165,8 +185,6 @@ def action(verb: str, name: str | None = None, words: list[str] | None = None,
                 console.print(e.report, soft_wrap=True, markup=False)
             return TaskFailed(str(e), report=False)
         return None
-
-    run.__name__ = verb.partition(":")[2]
     return run
 
 

@@ -62,6 +62,8 @@ VARS: dict[str, Var] = _vars(
     ("variant2", "name", "(variant=)", "why: the second side's variant"),
     ("source2", "path", "(source=)", "why: the second side's checkout"),
     ("targets2", "list", "(targets=)", "why: the second side's build targets"),
+    ("cuda_gdb", "bool", "(toolchain's)", "vscode: 1 requires the cuda-gdb configuration (exit 2 "
+     "where the toolchain has no cuda-gdb), 0 leaves it out"),
     ("variants", "list", "", "bench: the two variants to compare, e.g. relwithdebinfo,release"),
     ("ids", "list", "", "bench: the two stored artifacts to compare (6+ hex digits each)"),
     ("rounds", "int", "10", "bench: runs of each side, interleaved A B B A"),
@@ -126,7 +128,7 @@ VERBS: dict[str, Verb] = {
     "cache-check": Verb("Check the team cache in one go: cache.toml, trusted keys, the signing "
                         "key, reads and a test write.", ("format",)),
     "vscode": Verb("Write .vscode/ (lldb-14, gdb, debugpy), CMakePresets.json, .lldbinit/.gdbinit "
-                   "for the profile.", (*_SELECT, "jobs", *_WHERE, "workspace", "format")),
+                   "for the profile.", (*_SELECT, "jobs", "cuda_gdb", *_WHERE, "workspace", "format")),
     "nightly": Verb("Build bot: the nightly.toml matrix (jobs=N); `nightly matrix`, cell=R/V, "
                     "`nightly report`, `nightly buildbot`.",
                     ("config", "reports", "push", "cell", "run", "notify", "master", "jobs", "substitute",
@@ -134,9 +136,9 @@ VERBS: dict[str, Verb] = {
                     positional=True),
     "bench": Verb("Compare two artifacts' timings: doit bench variants=a,b (or ids=A,B) -- CMD "
                   "(each in its own environment, interleaved, one CPU).",
-                  ("recipe", "variants", "ids", "rounds", "warmup", "measure", "metric", "better",
-                   "allow_noisy", "plot", "jobs", "substitute", "compile_cache", *_WHERE,
-                   "workspace", "format"), positional=True, command=True),
+                  ("recipe", "variants", "source", "targets", "ids", "rounds", "warmup", "measure",
+                   "metric", "better", "allow_noisy", "plot", "jobs", "substitute", "compile_cache",
+                   *_WHERE, "workspace", "format"), positional=True, command=True),
     "run": Verb("Run one command in one artifact's environment, without switching: doit run "
                 "variant=X -- CMD (or id=).",
                 (*_SELECT, "id", "jobs", "substitute", "compile_cache", *_WHERE, "workspace"),

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from orchestrator.fs import FileSig
 from orchestrator.memo.state import STATE
 
 T = TypeVar("T")
@@ -25,7 +26,7 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 def sig_of(st: os.stat_result) -> list[int]:
     """[size, mtime_ns, inode, ctime_ns, mode]: what a trace compares a file by."""
-    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns, st.st_mode]
+    return [*FileSig.of(st), st.st_mode]
 
 
 def stat_sig(path: str) -> list[int] | None:

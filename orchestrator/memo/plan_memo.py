@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.config.command_line import split_words
+from orchestrator.fs import FileSig
 from orchestrator.memo.file_reads import Trace, stat_sig, tracing
 from orchestrator.memo.state import STATE
 from orchestrator.model.store_layout import (
@@ -85,7 +86,7 @@ def code_fingerprint(repo_root: Path) -> list[Any]:
                         stack.append(e.path)
                 elif e.name.endswith(".py"):
                     st = e.stat()
-                    out.append([e.path, st.st_size, st.st_mtime_ns])
+                    out.append([e.path, *FileSig.of(st)])
     import doit  # already imported: dodo.py runs under doit
 
     site = os.path.dirname(os.path.dirname(doit.__file__))

@@ -334,8 +334,9 @@ class Store:
         deleted = []
         with self.lock("gc"):
             self.clean_stale()
-            for kept in self.tmp_dir.glob("failed-*") if self.tmp_dir.is_dir() else []:
-                remove_tree(kept)  # staged outputs of failed verifies, kept until now
+            for kept in [*self.tmp_dir.glob("failed-*"), *self.tmp_dir.glob("staged-*")] \
+                    if self.tmp_dir.is_dir() else []:
+                remove_tree(kept)  # failed verifies' staged outputs; steps' (realise/steps.py)
             for art in self.artifacts():
                 if Path(os.path.realpath(art)) not in keep:
                     self.delete_artifact(art)

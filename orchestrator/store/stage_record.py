@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator.fs import write_atomic
+from orchestrator.fs import FileSig, write_atomic
 from orchestrator.hashing import canonical_json, local_secret
 from orchestrator.model.store_layout import StorePaths
 
@@ -30,15 +30,14 @@ class StageRecord:
     """What `reuse_unchanged` saw of a stage, written into its build tree at commit."""
     path: Path                      # <build tree>/.orch-stage-record.json
     epoch: str                      # configure arguments + install scripts
-    # staged path -> [size, exec, source dev, ino, size, mtime_ns, ctime_ns]
+    # staged path -> [size, exec, source dev, *FileSig of the source]
     seen: dict[str, list[Any]] = field(default_factory=dict)
     reused: int = 0                 # staged files replaced by their pool inode (not hashed)
 
 
 def seen_of(size: int, mode: int, src: os.stat_result) -> list[Any]:
     """A record's entry less its sha256: the copy's size and exec bit, the source's stat."""
-    return [size, bool(mode & 0o111), src.st_dev, src.st_ino, src.st_size, src.st_mtime_ns,
-            src.st_ctime_ns]
+    return [size, bool(mode & 0o111), src.st_dev, *FileSig.of(src)]
 
 
 def record_mac(store_root: Path, epoch: str, files: object) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator.fs import write_atomic
+from orchestrator.fs import FileSig, write_atomic
 from orchestrator.hashing import known_sha256
 
 # Python's bytecode caches: rewritten by any interpreter run, checked by Python itself.
@@ -52,7 +52,8 @@ def scan(root: Path, exclude: Iterable[str] = ()) -> dict[str, dict[str, Any]]:
     for rel, st in _walk(root, exclude):
         if stat.S_ISLNK(st.st_mode):
             out[rel] = {"target": os.readlink(base + rel)}
-        elif stat.S_ISREG(st.st_mode):
+        elif stat.S_ISREG(st.st_mode):  # fs.FileSig less the ctime: a new hard link to the
+            # file (the store's pool, a teammate's pull) moves it and changes nothing
             out[rel] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino,
                         "sha256": known_sha256(base + rel, st), "exec": bool(st.st_mode & 0o111)}
     return out
@@ -117,7 +118,7 @@ def read_quick(root: Path, name: str, cache_dir: Path) -> list[QuickEntry] | Non
         st = path.stat()
     except FileNotFoundError:
         return None
-    key = (QUICK_FORMAT, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    key = (QUICK_FORMAT, st.st_dev, *FileSig.of(st))
     copy = cache_dir / f"quick-{root.name}.marshal"
     try:
         held_key, held = marshal.loads(copy.read_bytes())

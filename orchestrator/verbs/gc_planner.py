@@ -171,7 +171,7 @@ def needed(settings: Settings, store: Store, keep: int) -> Needed:
 @dataclass
 class Doomed:
     kind: str   # artifact | toolchain | toolchain check copy | plan memo | build tree | source | archive |
-    # git cache | runtime install | failed build
+    # git cache | runtime install | failed build | staged step output
     path: Path
     why: str
 
@@ -245,6 +245,9 @@ def gc_plan(settings: Settings, store: Store, keep: int,
             for p in _listdir(store.paths.runtime_installs) if is_stale_temp(p.name)]
     out += [Doomed("failed build", p, "kept for inspection until the next gc")
             for p in sorted(store.tmp_dir.glob("failed-*")) if store.tmp_dir.is_dir()]
+    out += [Doomed("staged step output", p, "left between doit's step tasks (realise/steps.py); "
+                   "its step-build task makes it again")
+            for p in sorted(store.tmp_dir.glob("staged-*")) if store.tmp_dir.is_dir()]
     return out, need.notes
 
 

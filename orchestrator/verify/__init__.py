@@ -45,6 +45,12 @@ def config_for(artifact_dir: Path, plan: Plan, toolchain: Toolchain,
             raise UserError(f"recipes/{recipe.name}.toml: verify.host = \"torch\" needs pypi:torch "
                             "in build.uses")
         preload += sorted(torch.lib_dir.parent.glob("_C.cpython-*.so"))
+    defines: dict[str, object] = dict(plan.variant.defines)
+    opts = recipe.build.pytorch
+    if opts is not None and opts.cuda and opts.cuda_arch_list:  # the cuda check's expectation
+        defines.setdefault("TORCH_CUDA_ARCH_LIST", plan.variant.env.get("TORCH_CUDA_ARCH_LIST",
+                                                                        opts.cuda_arch_list))
+    objects = artifact_dir / "meta" / "objects"
     return VerifyConfig(
         artifact=plan.name,
         root=artifact_dir,
@@ -55,7 +61,7 @@ def config_for(artifact_dir: Path, plan: Plan, toolchain: Toolchain,
         # cmake builds must leave meta/CMakeCache.txt; other builders are checked when they do.
         cmake=(recipe.build.system == "cmake" and not plan.variant.targets)
         or (artifact_dir / "meta" / "CMakeCache.txt").is_file(),
-        defines=dict(plan.variant.defines),
+        defines=defines,
         # No LD_LIBRARY_PATH: .orch/env.sh sets none (it would mix artifacts); every library
         # must be found through RUNPATH/RPATH, as a process without env.sh finds it.
         search=SearchConfig(),
@@ -66,6 +72,7 @@ def config_for(artifact_dir: Path, plan: Plan, toolchain: Toolchain,
         torch=torch,
         lldb_deb_root=toolchain.deb_root if toolchain.debugger is not None else None,
         preload=preload,
+        cuda_objects=sorted(objects.rglob("*.o")) if objects.is_dir() else [],
         cache_dir=store_root / "cache" / "verify",
         hashes=dict(hashes or {}),
         # a stage's files are hashed by its commit anyway (hashing.remember_sha256)

@@ -24,7 +24,7 @@ import json
 import os
 from pathlib import Path
 
-from orchestrator.fs import write_atomic
+from orchestrator.fs import FileSig, write_atomic
 from orchestrator.hashing import (
     canonical_json,
     digest_of,
@@ -162,4 +162,4 @@ class RootKeys:
                 remember_sha256(st, digest)  # the commit's manifest needs it too
             if digest is not None:
                 return ["@" + rel, digest]
-        return [real, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+        return [real, st.st_dev, *FileSig.of(st)]

@@ -35,6 +35,6 @@ def demangle(name: bytes | str) -> str:
     if status.value != 0 or not ptr:
         return text
     try:
-        return ctypes.string_at(ptr).decode(errors="replace")
+        return str(ctypes.string_at(ptr).decode(errors="replace"))
     finally:
         free(ptr)

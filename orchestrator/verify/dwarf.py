@@ -5,10 +5,12 @@ from __future__ import annotations
 import mmap
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.verify.elf import SHF_COMPRESSED, ElfInfo, c_string, read_section
+from orchestrator.verify.elf import SHF_COMPRESSED, ElfInfo, read_section
+from orchestrator.verify.elf_header import Buffer, c_string
 
 DW_AT_PRODUCER = 0x25
 
@@ -35,7 +37,7 @@ def debug_facts(path: Path, info: ElfInfo, max_units: int = 64) -> DebugFacts:
     return DebugFacts(has_info, has_line, tuple(dict.fromkeys(producers)))
 
 
-def _uleb(buf: bytes, p: int) -> tuple[int, int]:
+def _uleb(buf: Buffer, p: int) -> tuple[int, int]:
     result = shift = 0
     while True:
         b = buf[p]
@@ -61,7 +63,7 @@ def _producers(path: Path, info: ElfInfo, max_units: int) -> list[str]:
     out: list[str] = []
     with open(path, "rb") as f:
         if compressed:
-            dinfo = read_section(path, info, ".debug_info") or b""
+            dinfo: Buffer = read_section(path, info, ".debug_info") or b""
             base = 0
             total = len(dinfo)
         else:
@@ -135,8 +137,8 @@ def _skip_abbrev_attrs(abbrev: bytes, a: int) -> int:
             return a
 
 
-def _first_die_producer(dinfo, q: int, abbrev: bytes, abbr_off: int, addr_size: int,
-                        osz: int, string_at) -> str | None:
+def _first_die_producer(dinfo: Buffer, q: int, abbrev: bytes, abbr_off: int, addr_size: int,
+                        osz: int, string_at: Callable[[str, int], str]) -> str | None:
     code, q = _uleb(dinfo, q)
     a = abbr_off
     while True:  # find the abbreviation with this code
@@ -159,14 +161,14 @@ def _first_die_producer(dinfo, q: int, abbrev: bytes, abbr_off: int, addr_size: 
             if form == 0x08:  # string
                 return c_string(dinfo, q).decode(errors="replace")
             if form == 0x0e:  # strp
-                return string_at(".debug_str", struct.unpack_from("<Q" if osz == 8 else "<I", dinfo, q)[0])
+                return string_at(".debug_str", int(struct.unpack_from("<Q" if osz == 8 else "<I", dinfo, q)[0]))
             if form == 0x1f:  # line_strp
-                return string_at(".debug_line_str", struct.unpack_from("<Q" if osz == 8 else "<I", dinfo, q)[0])
+                return string_at(".debug_line_str", int(struct.unpack_from("<Q" if osz == 8 else "<I", dinfo, q)[0]))
             return None  # strx forms need .debug_str_offsets (split DWARF): not produced here
         q = _skip_form(dinfo, q, form, addr_size, osz)
 
 
-def _skip_form(dinfo, q: int, form: int, addr_size: int, osz: int) -> int:
+def _skip_form(dinfo: Buffer, q: int, form: int, addr_size: int, osz: int) -> int:
     if form == 0x01:  # addr
         return q + addr_size
     if form in (0x0e, 0x1f, 0x17, 0x10, 0x1d):  # strp, line_strp, sec_offset, ref_addr, strp_sup
@@ -183,9 +185,9 @@ def _skip_form(dinfo, q: int, form: int, addr_size: int, osz: int) -> int:
         n, q = _uleb(dinfo, q)
         return q + n
     if form == 0x03:
-        return q + 2 + struct.unpack_from("<H", dinfo, q)[0]
+        return q + 2 + int(struct.unpack_from("<H", dinfo, q)[0])
     if form == 0x04:
-        return q + 4 + struct.unpack_from("<I", dinfo, q)[0]
+        return q + 4 + int(struct.unpack_from("<I", dinfo, q)[0])
     size = _FIXED.get(form)
     if size is None or size < 0:
         raise ValueError(f"DWARF form 0x{form:x} not handled")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import mmap
 import struct
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -176,7 +177,7 @@ def _interp(h: ElfHeader, mm: mmap.mmap) -> str | None:
     return None
 
 
-def _read_dynamic(mm: mmap.mmap, shdrs: list[tuple[int, ...]], idx: int, le: str, is64: bool,
+def _read_dynamic(mm: mmap.mmap, shdrs: Sequence[tuple[int, ...]], idx: int, le: str, is64: bool,
                   info: ElfInfo) -> None:
     _n, _t, off, size, _f, link, _i = shdrs[idx]
     stroff = shdrs[link][2]
@@ -194,7 +195,7 @@ def _read_dynamic(mm: mmap.mmap, shdrs: list[tuple[int, ...]], idx: int, le: str
             info.runpath = c_string(mm, stroff + val).decode().split(":")
 
 
-def _read_symbols(mm: mmap.mmap, shdrs: list[tuple[int, ...]], by_type: dict[int, int],
+def _read_symbols(mm: mmap.mmap, shdrs: Sequence[tuple[int, ...]], by_type: dict[int, int],
                   le: str, is64: bool, info: ElfInfo, full: bool) -> None:
     _n, _t, so, ss, _f, link, _i = shdrs[by_type[SHT_DYNSYM]]
     if ss == 0:
@@ -283,20 +284,20 @@ def _read_symbols(mm: mmap.mmap, shdrs: list[tuple[int, ...]], by_type: dict[int
     defined: dict[bytes, tuple[str | None, ...]] | None = None
     if info.index is None:
         defined = dict.fromkeys([get(o) or name_at(o) for o in plain], (None,))
-    for i in versioned if defined is not None else ():
-        name = name_at(names[i])
-        ver = verdef_names.get(vers[i] & 0x7FFF)
-        prev = defined.get(name)
-        defined[name] = (ver,) if prev is None else prev + (ver,)
     if defined is not None:
+        for i in versioned:
+            sym = name_at(names[i])
+            ver = verdef_names.get(vers[i] & 0x7FFF)
+            prev = defined.get(sym)
+            defined[sym] = (ver,) if prev is None else prev + (ver,)
         defined.pop(b"", None)
     undefined: list[Undefined] = []
     for i in und:
-        name = name_at(names[i])
-        if not name:
+        sym = name_at(names[i])
+        if not sym:
             continue
         need = verneed.get(vers[i] & 0x7FFF)
-        undefined.append(Undefined(name, need[0] if need else None, need[1] if need else None))
+        undefined.append(Undefined(sym, need[0] if need else None, need[1] if need else None))
     info._defined = defined
     info.undefined = undefined
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import mmap
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 ELF_MAGIC = b"\x7fELF"
@@ -89,7 +90,7 @@ def section_headers(h: ElfHeader, buf: Buffer) -> list[tuple[int, int, int, int,
     return out
 
 
-def names_index(h: ElfHeader, shdrs: list[tuple[int, ...]]) -> int | None:
+def names_index(h: ElfHeader, shdrs: Sequence[tuple[int, ...]]) -> int | None:
     """The index of the section-name string table (SHN_XINDEX: it is in section 0's link)."""
     idx = h.shstrndx
     if idx == SHN_XINDEX and shdrs:

@@ -18,7 +18,7 @@ from orchestrator.verify.checks.python_ext import check_python, is_extension
 from orchestrator.verify.checks.state import State
 from orchestrator.verify.elf import ElfInfo, header_platform
 from orchestrator.verify.inputs import VerifyConfig
-from orchestrator.verify.report import FileFacts, Finding, VerifyReport
+from orchestrator.verify.report import FileFacts, Finding, Verdict, VerifyReport
 from orchestrator.verify.resolve import Resolver, realpath, within
 
 # Every check, in the order they run (the report lists them in this order).
@@ -97,7 +97,7 @@ def verify_tree(cfg: VerifyConfig) -> VerifyReport:
     facts = {rel: FileFacts(needed=o.needed, runpath=o.runpath, rpath=o.rpath) for rel, o in objects.items()}
     state = State(cfg, resolver, objects, closures, extensions, facts, reused=reused)
     try:
-        checks: dict[str, str] = {}
+        checks: dict[str, Verdict] = {}
         timings = {"read_and_resolve_s": round(time.perf_counter() - t0, 4)}
         for name, check in ALL_CHECKS.items():
             if name in cfg.rules.skip:
@@ -130,7 +130,7 @@ def verify_tree(cfg: VerifyConfig) -> VerifyReport:
 
 
 def set_aside(findings: list[Finding], rules: Sequence[Any],
-              checks: dict[str, str]) -> tuple[list[Finding], list[Finding]]:
+              checks: dict[str, Verdict]) -> tuple[list[Finding], list[Finding]]:
     """(kept, ignored): the findings on files a `[verify] ignore` rule names are set aside
     (their detail says the rule's reason); a check failed only by those passes."""
     def reason(file: str) -> str | None:

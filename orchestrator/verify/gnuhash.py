@@ -10,6 +10,7 @@ import mmap
 import operator
 import struct
 from pathlib import Path
+from typing import BinaryIO
 
 STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE = 1, 2, 10
 STT_SECTION, STT_FILE = 3, 4
@@ -35,7 +36,7 @@ def gnu_hash(name: bytes) -> int:
         for c in name:
             h = (h * 33 + c) & 0xFFFFFFFF
         return h
-    return (5381 * _POWERS[len(name)] + sum(map(operator.mul, reversed(name), _POWERS))) & 0xFFFFFFFF
+    return int(5381 * _POWERS[len(name)] + sum(map(operator.mul, reversed(name), _POWERS))) & 0xFFFFFFFF
 
 
 class GnuHashIndex:
@@ -62,19 +63,20 @@ class GnuHashIndex:
         self._u16 = struct.Struct(le + "H").unpack_from
         self._sym = struct.Struct(self._sym_fmt).unpack_from
         self._mm: mmap.mmap | None = None
-        self._f = None
+        self._f: BinaryIO | None = None
         self._memo: dict[bytes, tuple[str | None, ...] | None] = {}
 
     def _map(self) -> mmap.mmap:
         if self._mm is None:
-            self._f = open(self.path, "rb")
-            self._mm = mmap.mmap(self._f.fileno(), 0, access=mmap.ACCESS_READ)
+            f = self._f = open(self.path, "rb")
+            self._mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         return self._mm
 
     def close(self) -> None:
         if self._mm is not None:
             self._mm.close()
-            self._f.close()  # type: ignore[union-attr]
+            if self._f is not None:
+                self._f.close()
             self._mm = self._f = None
 
     def bloom(self) -> tuple[tuple[int, ...], int, int, int]:

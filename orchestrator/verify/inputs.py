@@ -85,6 +85,9 @@ class VerifyConfig:
     lldb_deb_root: Path | None = None
     preload: list[Path] = field(default_factory=list)  # loaded before every root (the host)
     roots: list[Path] | None = None  # check only these files (default: every ELF in prefix)
+    # Relocatable objects whose .nv_fatbin the cuda check reads too (a targets= build's CUDA
+    # objects, kept in meta/objects: builders/pytorch_install.keep_cuda_objects).
+    cuda_objects: list[Path] = field(default_factory=list)
     # The verdict cache (verify/cache.py), e.g. <store>/cache/verify; None: no reuse.
     cache_dir: Path | None = None
     hashes: dict[str, str] = field(default_factory=dict)  # root-relative path -> sha256, trusted

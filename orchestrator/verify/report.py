@@ -15,6 +15,8 @@ CHECKS = ("resolution", "symbols", "cxx_abi", "python", "debug_info", "portabili
 Check = Literal["resolution", "symbols", "cxx_abi", "python", "debug_info", "portability",
                 "required_symbols", "cuda"]
 Severity = Literal["fail", "warn", "info"]
+Abi = Literal["0", "1", "mixed"]  # _GLIBCXX_USE_CXX11_ABI as judged from the symbols
+Verdict = Literal["pass", "fail", "skipped"]
 _ORDER = {"fail": 0, "warn": 1, "info": 2}
 
 
@@ -42,7 +44,7 @@ class FileFacts:
     debug_info: bool = False
     producers: list[str] = field(default_factory=list)
     cuda: list[str] = field(default_factory=list)
-    cxx11_abi: Literal["0", "1", "mixed"] | None = None
+    cxx11_abi: Abi | None = None
 
 
 @dataclass
@@ -51,7 +53,7 @@ class VerifyReport:
     artifact: str
     root: str
     ok: bool
-    checks: dict[str, Literal["pass", "fail", "skipped"]]
+    checks: dict[str, Verdict]
     findings: list[Finding]
     files: dict[str, FileFacts]
     forced: bool = False
@@ -122,7 +124,8 @@ def render_table(report: VerifyReport, width: int = 160, color: bool = False,
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=io.StringIO(), width=width, force_terminal=color, color_system="auto" if color else None)
+    out = io.StringIO()
+    console = Console(file=out, width=width, force_terminal=color, color_system="auto" if color else None)
     status = "[green]PASS[/]" if report.ok else "[red]FAIL[/]"
     # the title is its own line: as a table title it wraps at the (narrow) table's width
     console.print(f"verify {report.artifact} {status}", soft_wrap=True)
@@ -166,4 +169,4 @@ def render_table(report: VerifyReport, width: int = 160, color: bool = False,
         console.print("needs at most: " + ", ".join(f"{k}_{v}" for k, v in sorted(report.max_versions.items())))
     if report.forced and not report.ok:
         console.print("[yellow]committed anyway (commit_failed=1); the failure is recorded in the manifest[/]")
-    return console.file.getvalue()
+    return out.getvalue()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import glob
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -168,7 +168,7 @@ class Resolver:
                 return Path(cand), tried
         return None, tried
 
-    def closure(self, root: Path, preload: list[Path] = (), heads: bool = False) -> Closure:
+    def closure(self, root: Path, preload: Sequence[Path] = (), heads: bool = False) -> Closure:
         """Load `root` like ld.so would, after `preload` (the host, e.g. the interpreter and
         torch's _C) has been loaded completely, as by an earlier dlopen. heads: read only
         the files' dynamic sections (`head`), enough to know what loads from where."""

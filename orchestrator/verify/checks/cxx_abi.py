@@ -7,14 +7,14 @@ import re
 from orchestrator.verify.checks.state import State
 from orchestrator.verify.demangle import demangle
 from orchestrator.verify.elf import ElfInfo
-from orchestrator.verify.report import Finding
+from orchestrator.verify.report import Abi, Finding
 from orchestrator.verify.resolve import realpath, within
 
 _OLD_ABI = re.compile(r"(?<!__cxx11::)\bstd::(string|basic_string<|basic_(i|o)?stringstream<|"
                       r"(i|o)?stringstream\b|list<)")
 
 
-def symbol_abi(name: bytes) -> str | None:
+def symbol_abi(name: bytes) -> Abi | None:
     """'1' for a symbol using the C++11 std::string ABI, '0' for the old one, None: neither."""
     if b"__cxx11" in name or b"B5cxx11" in name:
         return "1"
@@ -24,9 +24,9 @@ def symbol_abi(name: bytes) -> str | None:
     return "0" if _OLD_ABI.search(demangle(name)) else None
 
 
-def object_abi(obj: ElfInfo) -> str | None:
+def object_abi(obj: ElfInfo) -> Abi | None:
     """The _GLIBCXX_USE_CXX11_ABI an object was built with, judged from the symbols it uses."""
-    seen = set()
+    seen: set[Abi] = set()
     for u in obj.undefined:
         a = symbol_abi(u.name)
         if a:

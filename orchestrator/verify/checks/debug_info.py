@@ -7,6 +7,7 @@ import fnmatch
 import json
 import re
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from orchestrator.verify.checks.state import State
@@ -33,7 +34,7 @@ def producer_flags(producer: str) -> tuple[bool, str]:
     return has_g, level
 
 
-def _own(rel_prefix: str, patterns: list[str]) -> bool:
+def _own(rel_prefix: str, patterns: Sequence[str]) -> bool:
     return any(fnmatch.fnmatch(rel_prefix, p) or fnmatch.fnmatch("x/" + rel_prefix, p)
                for p in patterns)
 

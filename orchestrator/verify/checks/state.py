@@ -22,9 +22,9 @@ class State:
     # files not checked again: their facts from a clean earlier run (verify/cache.py)
     reused: dict[str, FileFacts] = field(default_factory=dict)
     unresolved: dict[str, list[Undefined]] = field(default_factory=dict)
-    _blooms: dict[int, tuple | None] = field(default_factory=dict)
+    _blooms: dict[int, tuple[tuple[int, ...], int, int, int] | None] = field(default_factory=dict)
 
-    def bloom(self, obj: ElfInfo) -> tuple | None:
+    def bloom(self, obj: ElfInfo) -> tuple[tuple[int, ...], int, int, int] | None:
         """obj's .gnu.hash bloom filter (None: no index, ask `defines` directly)."""
         key = id(obj)
         if key not in self._blooms:
