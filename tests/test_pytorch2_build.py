@@ -146,7 +146,7 @@ def test_pytorch2_recipe_on_a_git_checkout_of_the_26_tree(world):
     assert ident["kind"] == "git-checkout" and ident["rev"] == rev
     assert [o["path"] for o in ident["overlays"]] == [
         "third_party/fmt", "third_party/cpp-httplib", "third_party/kineto", "third_party/gloo",
-        "third_party/pocketfft"]
+        "third_party/pocketfft", "third_party/nlohmann"]
     assert [p["name"] for p in ident["patches"]] == [Path(p).name for p in recipe.source.patches]
     assert len(ident["patches"]) == 5
     status = subprocess.run([*git, "status", "--porcelain", "--ignored"], capture_output=True,
