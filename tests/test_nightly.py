@@ -290,3 +290,15 @@ def test_shipped_pytorch_nightly_configs_are_valid(project, tmp_path):
         else:
             assert "import torch" in smoke and "m(torch.randn(8, 64))" in smoke
             assert entry.bench and entry.bench_metric == "median"
+
+
+def test_parallel_cells_write_their_own_preflight_probe():
+    """A night's cells run at once (one CI job each) and each writes and reads back a probe on the
+    push URL: one shared key let one cell read the other's probe and refuse the night (seen in
+    the fan-out test above). Keys differ per cell set, and stay the same night after night."""
+    from orchestrator.bot.matrix import Cell
+    from orchestrator.bot.preflight import PROBE_KEY, probe_key
+    rwdi, rel = (Cell("demo", v, False, None, 600.0) for v in ("relwithdebinfo", "release"))
+    keys = {probe_key([rwdi]), probe_key([rel]), probe_key([rwdi, rel])}
+    assert len(keys) == 3 and all(k.startswith(PROBE_KEY + "-") for k in keys)
+    assert probe_key([rel, rwdi]) == probe_key([rwdi, rel]) and probe_key([rel]) == probe_key([rel])

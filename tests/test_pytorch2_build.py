@@ -148,7 +148,7 @@ def test_pytorch2_recipe_on_a_git_checkout_of_the_26_tree(world):
         "third_party/fmt", "third_party/cpp-httplib", "third_party/kineto", "third_party/gloo",
         "third_party/pocketfft", "third_party/nlohmann"]
     assert [p["name"] for p in ident["patches"]] == [Path(p).name for p in recipe.source.patches]
-    assert len(ident["patches"]) == 5
+    assert len(ident["patches"]) == 7
     status = subprocess.run([*git, "status", "--porcelain", "--ignored"], capture_output=True,
                             text=True, check=True).stdout
     assert status == "" and not (co / "third_party" / "fmt").exists()

@@ -4,6 +4,7 @@ cache and the push URL taking a write (a probe written and read back); and the w
 problem in one line (UserError, exit 2); nothing is built."""
 from __future__ import annotations
 
+import hashlib
 import os
 import socket
 import time
@@ -13,10 +14,18 @@ from orchestrator.config.settings import Settings
 from orchestrator.errors import UserError
 
 WORKER_TAGS_ENV = "ORCH_NIGHTLY_WORKER_TAGS"
-PROBE_KEY = "checks/nightly-preflight"
+PROBE_KEY = "checks/nightly-preflight"  # + "-<digest of host and cells>": probe_key()
 
 
-def push_problems(settings: Settings) -> list[str]:
+def probe_key(cells: list[Cell]) -> str:
+    """One probe per host and set of cells: the cells of one night run at the same time (a CI
+    engine's parallel jobs), and one worker's write must not be read back by another. Bounded:
+    a night's cells write the same keys the next night."""
+    who = "\n".join([socket.gethostname(), *sorted(c.name for c in cells)])
+    return f"{PROBE_KEY}-{hashlib.sha256(who.encode()).hexdigest()[:16]}"
+
+
+def push_problems(settings: Settings, cells: list[Cell]) -> list[str]:
     from orchestrator.cache.backends import open_backend
     from orchestrator.cache.cache_toml import Credentials, config_path, load_config
     from orchestrator.cache.errors import CacheError
@@ -34,18 +43,19 @@ def push_problems(settings: Settings) -> list[str]:
     creds = Credentials.from_env()
     if url.startswith(("http://", "https://")) and not creds.present():
         return [*problems, f"push to {url} needs write credentials: set {creds.missing()}"]
+    key = probe_key(cells)
     body = f"nightly preflight {socket.gethostname()} {os.getpid()} {time.time():.0f}\n".encode()
     try:
         backend = open_backend(url, config, creds)
         try:
-            backend.put(PROBE_KEY, lambda: iter([body]), len(body))
-            back = backend.get(PROBE_KEY)
+            backend.put(key, lambda: iter([body]), len(body))
+            back = backend.get(key)
         finally:
             backend.close()
     except (CacheError, OSError) as e:
         return [*problems, f"cache {url} is not writable: {e}"]
     if back != body:
-        problems.append(f"cache {url}: the probe written to {PROBE_KEY} did not read back the same")
+        problems.append(f"cache {url}: the probe written to {key} did not read back the same")
     return problems
 
 
@@ -62,6 +72,6 @@ def worker_problems(cells: list[Cell], tags_value: str | None) -> list[str]:
 def preflight(settings: Settings, cells: list[Cell], push: bool) -> None:
     problems = worker_problems(cells, os.environ.get(WORKER_TAGS_ENV))
     if push:
-        problems += push_problems(settings)
+        problems += push_problems(settings, cells)
     if problems:
         raise UserError("nightly preflight: " + "; ".join(problems) + "; nothing was built")
