@@ -14,7 +14,7 @@ CONFIG = """
 recipe = "benchkernel"
 variants = ["release"]
 bench = ["benchkernel", "10"]
-bench_metric = "seconds"
+bench_metric = "cpu_seconds"
 bench_rounds = 6
 bench_allow_noisy = true
 """
