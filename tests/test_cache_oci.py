@@ -328,3 +328,25 @@ def test_hostile_manifest_is_refused(case: str, registry: RegistryServer,  # noq
     message = str(err.value)
     assert fragment in message and "refused" in message and "\n" not in message, message
     assert store_is_untouched(root)
+
+
+def test_write_probes_round_trip_through_the_registry(registry: RegistryServer,  # noqa: F811
+                                                      tmp_path: Path) -> None:
+    """`doit cache-check` and the nightly preflight write a probe to the push URL and read it
+    back: an oci:// cache refused `checks/...` keys, so both failed on every registry. Each
+    writer's probe is its own pointer tag; a probe another writer overwrote reads back as
+    theirs, and a probe not written is None."""
+    from orchestrator.cache.backend import probe_key
+    url = registry.url("team/probes")
+    backend = open_backend(url, _config(url), WRITER)
+    mine, theirs = probe_key("write-probe", "host-a", "0"), probe_key("write-probe", "host-b", "0")
+    try:
+        assert backend.get(mine) is None and not backend.exists(mine)
+        for key, body in ((mine, b"probe a 1\n"), (theirs, b"probe b\n"), (mine, b"probe a 2\n")):
+            assert backend.put(key, lambda body=body: iter([body]), len(body)) == len(body)
+        assert backend.get(mine) == b"probe a 2\n" and backend.get(theirs) == b"probe b\n"
+        assert backend.exists(theirs)
+    finally:
+        backend.close()
+    assert sorted(t for t in _tags(registry, "team/probes", False) if t.startswith("checks-")) \
+        == sorted("checks-" + k.split("/", 1)[1] for k in (mine, theirs))

@@ -297,8 +297,9 @@ def test_parallel_cells_write_their_own_preflight_probe():
     push URL: one shared key let one cell read the other's probe and refuse the night (seen in
     the fan-out test above). Keys differ per cell set, and stay the same night after night."""
     from orchestrator.bot.matrix import Cell
-    from orchestrator.bot.preflight import PROBE_KEY, probe_key
+    from orchestrator.bot.preflight import cells_probe_key
     rwdi, rel = (Cell("demo", v, False, None, 600.0) for v in ("relwithdebinfo", "release"))
-    keys = {probe_key([rwdi]), probe_key([rel]), probe_key([rwdi, rel])}
-    assert len(keys) == 3 and all(k.startswith(PROBE_KEY + "-") for k in keys)
-    assert probe_key([rel, rwdi]) == probe_key([rwdi, rel]) and probe_key([rel]) == probe_key([rel])
+    keys = {cells_probe_key([rwdi]), cells_probe_key([rel]), cells_probe_key([rwdi, rel])}
+    assert len(keys) == 3 and all(k.startswith("checks/nightly-preflight-") for k in keys)
+    assert cells_probe_key([rel, rwdi]) == cells_probe_key([rwdi, rel])
+    assert cells_probe_key([rel]) == cells_probe_key([rel])

@@ -4,7 +4,6 @@ cache and the push URL taking a write (a probe written and read back); and the w
 problem in one line (UserError, exit 2); nothing is built."""
 from __future__ import annotations
 
-import hashlib
 import os
 import socket
 import time
@@ -14,15 +13,14 @@ from orchestrator.config.settings import Settings
 from orchestrator.errors import UserError
 
 WORKER_TAGS_ENV = "ORCH_NIGHTLY_WORKER_TAGS"
-PROBE_KEY = "checks/nightly-preflight"  # + "-<digest of host and cells>": probe_key()
+PROBE_NAME = "nightly-preflight"
 
 
-def probe_key(cells: list[Cell]) -> str:
+def cells_probe_key(cells: list[Cell]) -> str:
     """One probe per host and set of cells: the cells of one night run at the same time (a CI
-    engine's parallel jobs), and one worker's write must not be read back by another. Bounded:
-    a night's cells write the same keys the next night."""
-    who = "\n".join([socket.gethostname(), *sorted(c.name for c in cells)])
-    return f"{PROBE_KEY}-{hashlib.sha256(who.encode()).hexdigest()[:16]}"
+    engine's parallel jobs), and one worker's write must not be read back by another."""
+    from orchestrator.cache.backend import probe_key
+    return probe_key(PROBE_NAME, socket.gethostname(), *sorted(c.name for c in cells))
 
 
 def push_problems(settings: Settings, cells: list[Cell]) -> list[str]:
@@ -43,7 +41,7 @@ def push_problems(settings: Settings, cells: list[Cell]) -> list[str]:
     creds = Credentials.from_env()
     if url.startswith(("http://", "https://")) and not creds.present():
         return [*problems, f"push to {url} needs write credentials: set {creds.missing()}"]
-    key = probe_key(cells)
+    key = cells_probe_key(cells)
     body = f"nightly preflight {socket.gethostname()} {os.getpid()} {time.time():.0f}\n".encode()
     try:
         backend = open_backend(url, config, creds)

@@ -7,9 +7,12 @@ Layout below a cache URL (same for http(s) and file://):
                              name is the hash of the pack file's bytes; where each content
                              lies is in the records that use it (model.cache_record.Pack)
     ac/<artifact id>.json    the signed record (model.cache_record.CacheRecord)
+    checks/<name>-<digest>   write probes (`doit cache check`, the nightly preflight): one per
+                             writer, so writers at the same time never read each other's
 """
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from typing import Protocol
@@ -30,6 +33,13 @@ def pack_key(sha256: str) -> str:
 
 def record_key(artifact_id: str) -> str:
     return f"ac/{artifact_id}.json"
+
+
+def probe_key(name: str, *writer: str) -> str:
+    """checks/<name>-<16 hex of the writer's identity>: a probe written and read back by one
+    writer while another (a teammate's check, a parallel nightly cell) writes its own. The same
+    writer reuses its key, so probes do not pile up."""
+    return f"checks/{name}-{hashlib.sha256(chr(10).join(writer).encode()).hexdigest()[:16]}"
 
 
 def window(chunks: Iterable[bytes], skip: int, length: int | None) -> Iterator[bytes]:

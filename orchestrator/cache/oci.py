@@ -2,7 +2,9 @@
 
 The cache keys map onto the registry as cache/oci_manifest.py describes: records are
 manifests (config = the signed record, layers = the blobs it names), `packs/<sha>` are blobs
-`sha256:<sha>`, `cas/<sha>` blobs are found through a `cas-<sha>` pointer manifest. Blobs
+`sha256:<sha>`, `cas/<sha>` blobs are found through a `cas-<sha>` pointer manifest, and so
+are write probes `checks/<name>` (`checks-<name>`, never remembered: a probe is read back
+from the registry). Blobs
 are shared by every artifact and toolchain of the repository: HEAD (or the pointer) first,
 uploaded once per digest (cache/oci_upload.py). A pull reads the record's manifest first,
 so its layers say where each blob is without one more request per blob.
@@ -30,6 +32,7 @@ from orchestrator.cache.http import PUT_ATTEMPTS, unreachable_reason
 from orchestrator.cache.oci_client import RegistryClient
 from orchestrator.cache.oci_manifest import (
     CAS_MEDIA,
+    CHECK_KEY_RE,
     EMPTY_CONFIG,
     EMPTY_DIGEST,
     EMPTY_MEDIA,
@@ -41,6 +44,7 @@ from orchestrator.cache.oci_manifest import (
     RECORD_KEY_RE,
     RECORD_MEDIA,
     TOOLCHAIN_MEDIA,
+    check_tag,
     descriptor,
     manifest_bytes,
     parse_manifest,
@@ -122,6 +126,9 @@ class OciBackend:
         with self._lock:
             if key in self._known:
                 return self._known[key]
+        probe = CHECK_KEY_RE.match(key)
+        if probe:
+            return self._pointed(check_tag(probe.group(1)), key)
         m = LAYER_KEY_RE.match(key)
         if not m:
             raise CacheError(f"oci:// caches hold no {key[:100]!r}")
@@ -135,18 +142,23 @@ class OciBackend:
                 size = int(r.headers.get("Content-Length", "0") or 0)
             found = descriptor(PACK_MEDIA, digest, size, key)
         else:
-            raw = self._manifest(pointer_tag(m.group(2)), key)
-            if raw is None:
+            found = self._pointed(pointer_tag(m.group(2)), key)
+            if found is None:
                 return None
-            pointer = parse_manifest(raw, f"{self.url}{key}", key)
-            if len(pointer.layers) != 1 or \
-                    pointer.layers[0].annotations.get(KEY_ANNOTATION) != key:
-                raise CacheError(f"refused {self.url}{key}: its pointer names "
-                                 f"{len(pointer.layers)} blobs, not this one")
-            found = pointer.layers[0].model_dump(mode="json")
         with self._lock:
             self._known[key] = found
         return found
+
+    def _pointed(self, tag: str, key: str) -> dict | None:
+        """The one blob a pointer manifest `tag` names for `key`, or None when there is none."""
+        raw = self._manifest(tag, key)
+        if raw is None:
+            return None
+        pointer = parse_manifest(raw, f"{self.url}{key}", key)
+        if len(pointer.layers) != 1 or pointer.layers[0].annotations.get(KEY_ANNOTATION) != key:
+            raise CacheError(f"refused {self.url}{key}: its pointer names "
+                             f"{len(pointer.layers)} blobs, not this one")
+        return pointer.layers[0].model_dump(mode="json")
 
     def exists(self, key: str) -> bool:
         with self._deadline("HEAD", key):
@@ -161,6 +173,9 @@ class OciBackend:
 
     def get(self, key: str, limit: int = RECORD_LIMIT) -> bytes | None:
         with self._deadline("GET", key):
+            if CHECK_KEY_RE.match(key):
+                layer = self._resolve(key)
+                return None if layer is None else self._blob_bytes(layer, limit, key)
             raw = self._manifest(record_tag(key), key)
             if raw is None:
                 return None
@@ -222,6 +237,14 @@ class OciBackend:
         with self._deadline("PUT", key, size * PUT_ATTEMPTS):
             if RECORD_KEY_RE.match(key):
                 return self._put_record(key, b"".join(body()))
+            probe = CHECK_KEY_RE.match(key)
+            if probe:
+                digest, sent = upload_blob(self.client, body, key, None)
+                self._ensure_empty()
+                self._put_manifest(check_tag(probe.group(1)), manifest_bytes(
+                    descriptor(EMPTY_MEDIA, EMPTY_DIGEST, 2),
+                    [descriptor(CAS_MEDIA, digest, sent, key)], key), key)
+                return sent
             m = LAYER_KEY_RE.match(key)
             if not m:
                 raise CacheError(f"oci:// caches hold no {key[:100]!r}")

@@ -1,7 +1,8 @@
 """`doit cache-check`: the team cache, checked in one go before anyone relies on it: the
 configuration (cache.toml or ORCH_CACHE_CONFIG), the trusted keys, the signing key (set, and
 trusted), every substituter answering a read, and the push URL taking a write (a small probe
-object, `checks/write-probe`, written and read back). Each check is one line; any failure is
+object, `checks/write-probe-<digest of host and uid>`, written and read back; two people
+checking at once each write their own). Each check is one line; any failure is
 exit 1 with every failure named (bad input, such as a malformed cache.toml, is exit 2)."""
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 
 from rich.markup import escape
 
+from orchestrator.cache.backend import probe_key
 from orchestrator.cache.backends import open_backend
 from orchestrator.cache.cache_toml import Credentials, config_path, load_config
 from orchestrator.cache.errors import CacheError
@@ -22,7 +24,7 @@ from orchestrator.console import console
 from orchestrator.errors import CheckFailed, UserError
 from orchestrator.verbs.output import emit
 
-PROBE_KEY = "checks/write-probe"
+PROBE_KEY = "checks/write-probe"  # read access: its existence asked (either answer is fine)
 
 
 @dataclass(frozen=True)
@@ -35,10 +37,11 @@ class Check:
 def _probe(config: Any, url: str) -> Check:
     """Write the probe object to url and read it back."""
     body = f"cache-check {socket.gethostname()} {os.getpid()} {time.time():.0f}\n".encode()
+    key = probe_key("write-probe", socket.gethostname(), str(os.getuid()))
     backend = open_backend(url, config)
     try:
-        backend.put(PROBE_KEY, lambda: iter([body]), len(body))
-        back = backend.get(PROBE_KEY)
+        backend.put(key, lambda: iter([body]), len(body))
+        back = backend.get(key)
     except (CacheError, OSError) as e:
         creds = Credentials.from_env()
         hint = "" if creds.present() or url.startswith("file://") else \
@@ -47,9 +50,9 @@ def _probe(config: Any, url: str) -> Check:
     finally:
         backend.close()
     if back != body:
-        return Check("write access", False, f"{url}: the probe written to {PROBE_KEY} did not "
+        return Check("write access", False, f"{url}: the probe written to {key} did not "
                                             "read back the same")
-    return Check("write access", True, f"{url}: wrote and read back {PROBE_KEY}")
+    return Check("write access", True, f"{url}: wrote and read back {key}")
 
 
 def run_checks(settings: Settings) -> list[Check]:
