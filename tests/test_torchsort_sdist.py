@@ -10,6 +10,7 @@ PATH leaves it out (toolchain.BASE_PATH); the CPU torch wheel cannot build a CUD
 so this build failed with `CUDA_HOME environment variable is not set` before."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -54,3 +55,20 @@ def test_torchsort_from_its_sdist_builds_verifies_switches_and_imports(tmp_path,
     verify = run_doit(project, "verify", "recipe=torchsort", "variant=release", f"store={store}",
                       f"workspace={ws}")
     assert verify.returncode == 0 and "all checks passed" in verify.output, verify.output
+
+
+def test_torchsort_relwithdebinfo_verifies_with_what_the_optimizer_left_reported(
+        tmp_path, session_toolchain):
+    """At -O2 GCC gives a by-value TensorAccessor it splits no location at a function's entry,
+    whatever the flags: verify failed every RelWithDebInfo build of this real extension. Now
+    it passes and names the parameter (info), as for any optimized code."""
+    project = copy_project(tmp_path / "project")
+    store = make_store(tmp_path / "store", session_toolchain)
+    res = run_doit(project, "build", "recipe=torchsort", f"store={store}", "substitute=0")
+    assert res.returncode == 0, res.output
+    verify = run_doit(project, "verify", "recipe=torchsort", f"store={store}", "format=json")
+    assert verify.returncode == 0, verify.output
+    report = json.loads(verify.stdout.strip().splitlines()[-1])
+    [info] = [f for f in report["findings"] if f["check"] == "debug_info"]
+    assert info["severity"] == "info" and "no value location at entry for" in info["cause"]
+    assert info["file"].startswith("prefix/python/torchsort/isotonic_cpu.")

@@ -14,7 +14,14 @@ from orchestrator.verify.checks.state import State
 from orchestrator.verify.dwarf import debug_facts
 from orchestrator.verify.elf import ElfInfo
 from orchestrator.verify.inputs import VerifyConfig
-from orchestrator.verify.lldb_reading import LLDB14_FLAGS, PROBE_TIMEOUT_S, flags_to_add, probe, unreadable
+from orchestrator.verify.lldb_reading import (
+    LLDB14_FLAGS,
+    PROBE_TIMEOUT_S,
+    flags_to_add,
+    optimized_out,
+    probe,
+    unreadable,
+)
 from orchestrator.verify.report import Finding
 
 DEFAULT_OPT = {"RelWithDebInfo": "2", "Debug": "0"}
@@ -101,16 +108,18 @@ def check_debug_info(st: State) -> list[Finding]:
             out.append(Finding(check="debug_info", severity="fail", file=rel,
                                cause=f"variant {cfg.variant} ({bt}) must not carry debug info but {rel} "
                                      "has .debug_info (allow it with verify.release_debug_allowed)"))
-    out += _check_lldb_reads(cfg, readable)
+    out += _check_lldb_reads(cfg, readable, optimized=want_o != "0")
     if cfg.cmake:
         out += _check_cmake_cache(cfg)
     return out
 
 
-def _check_lldb_reads(cfg: VerifyConfig, libs: dict[str, tuple[ElfInfo, list[str]]]) -> list[Finding]:
+def _check_lldb_reads(cfg: VerifyConfig, libs: dict[str, tuple[ElfInfo, list[str]]],
+                      optimized: bool) -> list[Finding]:
     """The pinned lldb-14, headless, on a sample of each library's functions with parameters:
     a function it cannot find or whose parameters it cannot name and locate fails, naming
-    the flags the variant lacks."""
+    the flags the variant lacks. In optimized code a few parameters the optimizer left no
+    location at entry are an info finding (lldb_reading's docstring)."""
     if cfg.lldb_deb_root is None or cfg.interpreter is None or not libs:
         return []
     paths = {str(obj.path): rel for rel, (obj, _) in libs.items()}
@@ -126,8 +135,15 @@ def _check_lldb_reads(cfg: VerifyConfig, libs: dict[str, tuple[ElfInfo, list[str
     out = []
     for path, result in results.items():
         rel = paths[path]
-        bad = unreadable(result)
+        bad = unreadable(result, optimized)
         if bad is None:
+            gone = optimized_out(result) if optimized else []
+            if gone:
+                out.append(Finding(check="debug_info", severity="info", file=rel,
+                                   cause=f"{len(gone)} of {len(result.get('functions', []))} "
+                                         f"sampled functions have a parameter the optimizer left "
+                                         f"no location at entry, e.g. {gone[0].function} "
+                                         f"({gone[0].where}): {gone[0].missing}"))
             continue
         add = flags_to_add(libs[rel][1])
         fix = (f"add cflags = {json.dumps(add)} to [variants.{cfg.variant}] of {_recipe_file(cfg)}"
