@@ -169,3 +169,35 @@ def test_the_bar_names_the_step_ninja_is_running_while_it_prints_nothing(tmp_pat
         step.proc.wait()
         step.release()
     assert step.proc.returncode == 0
+
+
+def test_a_child_that_has_forked_but_not_exec_d_is_not_named_a_running_edge() -> None:
+    """Between fork and exec ninja's child shows ninja's own command line ('ninja -j1' was
+    named as the running edge on a loaded CI machine): such a child runs nothing yet. A real
+    fork that never execs stands in for that window; its exec'd sibling is still named."""
+    import subprocess
+    import sys
+
+    from orchestrator.builders.running_edges import running_edges
+
+    script = ("import os, subprocess, sys, time\n"
+              "if os.fork() == 0:\n"
+              "    time.sleep(30); os._exit(0)\n"
+              "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)',"
+              " '-o', 'obj/real.o'])\n"
+              "print('ready', flush=True); time.sleep(30)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                            process_group=0)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        seen: list[str] = []
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and "obj/real.o" not in seen:
+            seen = running_edges(proc.pid)
+            time.sleep(0.1)
+        assert seen == ["obj/real.o"], seen
+    finally:
+        import os
+        import signal
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

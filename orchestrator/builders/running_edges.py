@@ -56,20 +56,29 @@ def running_edges(ninja_pid: int, depth: int = 6) -> list[str]:
     """The names of the commands ninja (pid) runs now, oldest child first. A child that is
     not a compile (no `-o`) is looked through, `depth` levels down: under setuptools or a
     PEP 517 backend, pip runs the backend, which runs ninja (or the compilers), whose
-    compiles are what the bar names (issue 33)."""
-    return _edges(ninja_pid, depth, _parents())
+    compiles are what the bar names (issue 33).
+
+    A child that has forked but not yet exec'd still shows its parent's command line (ninja
+    -j1 for a moment, longer on a loaded machine): it runs nothing yet and is left out."""
+    return _edges(ninja_pid, _cmdline(ninja_pid), depth, _parents())
 
 
-def _edges(pid: int, depth: int, parents: dict[int, int]) -> list[str]:
+def _cmdline(pid: int) -> list[str] | None:
+    """pid's argv, None if it is gone or unreadable."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return None
+
+
+def _edges(pid: int, own: list[str] | None, depth: int, parents: dict[int, int]) -> list[str]:
     names = []
     for child in _children(pid, parents):
-        try:
-            with open(f"/proc/{child}/cmdline", "rb") as f:
-                argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
-        except OSError:
+        argv = _cmdline(child)
+        if not argv or argv == own:  # gone, a zombie, or a fork that has not exec'd yet
             continue
-        if not argv:
-            continue
-        deeper = _edges(child, depth - 1, parents) if depth > 0 and _output_of(argv) is None else []
+        deeper = (_edges(child, argv, depth - 1, parents)
+                  if depth > 0 and _output_of(argv) is None else [])
         names += deeper or [edge_name(argv)]
     return names
