@@ -303,6 +303,7 @@ def small_set(args: argparse.Namespace, ctx: Bench) -> dict[str, float]:
     remove_tree(outs)  # what an interrupted run left
     outs.mkdir(parents=True)
     store_root = outs / "B-small-0"
+    PHASES.pop(ctx.config.substituters[0], None)  # this set's pulls only
     for r in range(args.rounds):
         store_root = outs / f"B-small-{r}"
         for method in ("tar", "ours") if r % 2 == 0 else ("ours", "tar"):
@@ -325,6 +326,8 @@ def small_set(args: argparse.Namespace, ctx: Bench) -> dict[str, float]:
               f"{med(runs, 1):>8.2f}")
     print(f"{f'ratio: pull / baseline (goal >= {SMALL_GOAL:.1f})':<62} {'':>8} {ratio:>8.2f}"
           f"  {'OK' if ratio >= SMALL_GOAL else 'BELOW GOAL'}")
+    print(f"{'pull phases: record / download / commit (median s)':<62} "
+          f"{phases_line(ctx.config):>17}")
     print(f"{f'push (first time): {p.requests} requests, {p.wire / 1e6:.0f} MB sent':<62} "
           f"{p.push_s:>8.2f}")
     print(f"{'tar | zstd -3 of the same tree, %.0f MB' % (archive.stat().st_size / 1e6):<62} "
