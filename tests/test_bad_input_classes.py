@@ -168,3 +168,19 @@ def test_outputs_stay_inside_the_prefix(bad_project, path: str, field: str) -> N
     text = DEMO + f"\n[outputs]\n{field} = [{toml_str(path)}]\n"
     run_case(bad_project, {"recipes/bad.toml": text}, ["verify", "recipe=bad"],
              "recipes/bad.toml", f"outputs.{field}")
+
+
+# -- the linker ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("system", "build", "fragment"), [
+    ("cmake", 'linker = "mold"', 'needs "deb:mold" in build.uses'),
+    ("cmake", 'linker = "mold"\nuses = ["python", "pypi:cmake"]', 'needs "deb:mold" in build.uses'),
+    ("setuptools", 'linker = "mold"\nuses = ["python", "deb:mold"]', 'for system = "cmake" or'),
+    ("cmake", 'linker = "gold"', "build.linker"),
+])
+def test_a_linker_the_lock_does_not_pin_or_a_build_cannot_use(bad_project, system: str,
+                                                              build: str, fragment: str) -> None:
+    text = (f'description = "linked"\n[source]\nkind = "path"\npath = "demo"\n'
+            f'[build]\nsystem = "{system}"\n{build}\n[variants.release]\nbuild_type = "Release"\n')
+    run_case(bad_project, {"recipes/linked.toml": text},
+             ["build", "recipe=linked", "variant=release"], "recipes/linked.toml", fragment)

@@ -72,6 +72,10 @@ def test_pytorch2_c10_and_torch_cpu_sample_relwithdebinfo(world):
     with open(lib, "rb") as f:
         sections = {s.name for s in ELFFile(f).iter_sections()}
     assert {".debug_info", ".debug_line"} <= sections
+    # Linked by the lock's mold (recipes/pytorch2.toml: linker = "mold").
+    comment = subprocess.run(["readelf", "-p", ".comment", str(lib)], capture_output=True,
+                             text=True, check=True).stdout
+    assert "mold 1.10.1" in comment, comment
     assert cache_entry(meta / "CMakeCache.txt", "CMAKE_BUILD_TYPE") == "RelWithDebInfo"
     assert cache_entry(meta / "CMakeCache.txt", "TORCH_BUILD_VERSION") == "2.6.0"
     info = json.loads((meta / "pytorch.json").read_text())

@@ -10,6 +10,7 @@ from orchestrator.builders import cmake_file_api, source_mtimes
 from orchestrator.builders.compile_cache.source_link import SOURCE_LINK, source_link, source_link_flags
 from orchestrator.builders.compile_cache.stats import STATS_LOG
 from orchestrator.builders.context import BuildContext
+from orchestrator.builders.linker import linker_defines
 from orchestrator.builders.process import NINJA_STATUS, run_logged
 from orchestrator.console import console
 from orchestrator.fs import remove_tree
@@ -52,6 +53,7 @@ def configure_args(ctx: BuildContext, overrides: dict[str, str] | None = None,
         defines["CUDAToolkit_ROOT"] = str(tc.cuda_root)
         check_cuda_architectures(ctx)
     defines.update(locked_package_hints(ctx))
+    defines.update(linker_defines(ctx, ctx.env))
     defines.update(ctx.compile_cache.cmake_defines())
     defines.update(overrides or {})
     defines.update({k: define_value(v) for k, v in var.defines.items()})

@@ -11,6 +11,7 @@ from pathlib import Path
 from orchestrator.builders.cmake_steps import define_value
 from orchestrator.builders.compile_cache.source_link import source_link_flags
 from orchestrator.builders.context import BuildContext
+from orchestrator.builders.linker import linker_defines
 from orchestrator.builders.pytorch_source import SOURCE_COPY
 from orchestrator.errors import UserError
 from orchestrator.fs import write_atomic
@@ -237,6 +238,7 @@ def pytorch_defines(ctx: BuildContext, opts: PyTorchOptions, env: dict[str, str]
     defines["CMAKE_C_FLAGS"] = " ".join(x for x in (flags, env.get("CFLAGS", "")) if x)
     defines["CMAKE_CXX_FLAGS"] = " ".join(
         x for x in (flags, env.get("CXXFLAGS", env.get("CFLAGS", ""))) if x)
+    defines.update(linker_defines(ctx, env))
     if env_flag(env, "USE_CUDA"):
         defines.update(cuda_defines(ctx, [*ctx.prefix_map_flags(), *link], defines["CMAKE_BUILD_TYPE"]))
     defines.update({k: define_value(v) for k, v in ctx.plan.variant.defines.items()})

@@ -49,8 +49,9 @@ class PathSource(_Strict, OmitUnset):
 SourceSpec = Annotated[PathSource | ArchiveSource | GitSource, Field(discriminator="kind")]
 
 
-class BuildSpec(_Strict):
+class BuildSpec(_Strict, OmitUnset):
     system: Literal["cmake", "setuptools", "pep517", "pytorch"]
+    omit_unset: ClassVar[tuple[str, ...]] = ("linker",)
     defines: dict[ArgStr, DefineValue] = {}
     env: dict[EnvKey, ArgStr] = {}
     cflags: list[ArgStr] = []
@@ -59,12 +60,27 @@ class BuildSpec(_Strict):
     uses: list[str] | None = None
     # Options of the pytorch build system (see model/pytorch_options.py).
     pytorch: PyTorchOptions | None = None
+    # The linker: unset is gcc's own (GNU ld); "mold" is the lock's deb:mold, which `uses`
+    # must name (builders/linker.py). Unset leaves the artifact ids of older recipes alone.
+    linker: Literal["mold"] | None = None
 
     @model_validator(mode="after")
     def _pep517_names_its_backend(self) -> BuildSpec:
         if self.system == "pep517" and self.uses is None:
             raise ValueError('build.uses is required with system = "pep517": list the backend\'s '
                              'lock entries (e.g. "pypi:scikit-build-core") so they are part of the id')
+        return self
+
+    @model_validator(mode="after")
+    def _linker_is_locked(self) -> BuildSpec:
+        if self.linker is None:
+            return self
+        if self.system not in ("cmake", "pytorch"):
+            raise ValueError(f'build.linker = "{self.linker}" is for system = "cmake" or '
+                             f'"pytorch" builds; remove it or set LDFLAGS in build.env')
+        if self.uses is None or f"deb:{self.linker}" not in self.uses:
+            raise ValueError(f'build.linker = "{self.linker}" needs "deb:{self.linker}" in '
+                             "build.uses (the linker is part of the id)")
         return self
 
 

@@ -89,6 +89,12 @@ NOTES: dict[str, tuple[str, str]] = {
                    "of an sdist must be here. Default: the builder's set; required for pep517.",
                    'uses = ["python", "compiler:cc", "compiler:cxx", "pypi:setuptools", '
                    '"pypi:torch"]'),
+    "build.linker": ("The linker gcc runs, cmake and pytorch builds only: unset is gcc's own "
+                     "(GNU ld); `\"mold\"` is the lock's `deb:mold` (add `\"mold\"` to the "
+                     "lock's `[deb] packages`, run `doit lock`, and name `\"deb:mold\"` in "
+                     "`build.uses`), reached through gcc's `-B`. Part of the id; unset leaves "
+                     "older recipes' ids as they were.",
+                     'linker = "mold"'),
     "build.pytorch": ("Options of the pytorch builder (environment of PyTorch's build).",
                       "[build.pytorch]"),
     "build.pytorch.cuda": ("USE_CUDA; needs cuda_arch_list.", "cuda = true"),

@@ -1,0 +1,62 @@
+"""`[build] linker = "mold"`: the lock's mold (a Debian package unpacked into the toolchain,
+like ccache) links a cmake recipe's libraries and programs through gcc's -B, with real
+cmake, ninja, gcc and mold; the choice is part of the id, a recipe without it keeps its id,
+and a recipe that asks for it without locking it gets one line and exit 2
+(tests/test_bad_input_classes.py)."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from orchestrator.model.recipe import BuildSpec
+
+DEFAULT_CMAKE_USES = '["python", "compiler:cc", "compiler:cxx", "pypi:cmake", "pypi:ninja"]'
+MOLD_USES = DEFAULT_CMAKE_USES[:-1] + ', "deb:mold"]'
+
+
+def _recipe(project: Path, name: str, build: str) -> None:
+    src = project / "recipes" / name
+    src.mkdir(parents=True, exist_ok=True)
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.18)\nproject(linked CXX)\n"
+        "set(CMAKE_INSTALL_RPATH \"$ORIGIN/../lib\")\n"
+        "add_library(twice SHARED twice.cpp)\n"
+        "add_executable(main main.cpp)\ntarget_link_libraries(main twice)\n"
+        "install(TARGETS twice main)\n")
+    (src / "twice.cpp").write_text("int twice(int x) { return 2 * x; }\n")
+    (src / "main.cpp").write_text("int twice(int);\nint main() { return twice(21) == 42 ? 0 : 1; }\n")
+    (project / "recipes" / f"{name}.toml").write_text(
+        f'description = "two linked outputs"\n[source]\nkind = "path"\npath = "{name}"\n'
+        f'[build]\nsystem = "cmake"\n{build}\n'
+        '[variants.release]\nbuild_type = "Release"\n')
+
+
+def _comment(path: Path) -> str:
+    return subprocess.run(["readelf", "-p", ".comment", str(path)], capture_output=True,
+                          text=True, check=True).stdout
+
+
+def test_a_cmake_recipe_links_with_the_locked_mold(project, doit) -> None:
+    _recipe(project, "withmold", f'linker = "mold"\nuses = {MOLD_USES}')
+    _recipe(project, "withld", f"uses = {DEFAULT_CMAKE_USES}")
+    arts = {}
+    for name in ("withmold", "withld"):
+        res = doit("build", "format=json", f"recipe={name}", "variant=release")
+        assert res.returncode == 0, res.output[-3000:]
+        arts[name] = json.loads(res.stdout.strip().splitlines()[-1])
+    mold, ld = (Path(arts[n]["path"]) / "prefix" for n in ("withmold", "withld"))
+    for prefix in (mold, ld):
+        assert subprocess.run([str(prefix / "bin" / "main")]).returncode == 0
+    assert "mold 1.10.1" in _comment(mold / "lib" / "libtwice.so")
+    assert "mold 1.10.1" in _comment(mold / "bin" / "main")
+    assert "mold" not in _comment(ld / "lib" / "libtwice.so")
+    assert arts["withmold"]["id"] != arts["withld"]["id"]
+
+
+def test_a_recipe_without_a_linker_keeps_its_id() -> None:
+    """The field is left out of the build section's dump (hence of the derivation) unset."""
+    plain = BuildSpec(system="cmake").model_dump(mode="json")
+    assert "linker" not in plain
+    with_mold = BuildSpec(system="cmake", linker="mold", uses=["deb:mold"]).model_dump(mode="json")
+    assert with_mold["linker"] == "mold"
