@@ -17,11 +17,11 @@ add_dependencies(slow_step _C demo_ops demo_core)
 """
 
 
-def start_build(project: Path, store: Path) -> subprocess.Popen:
+def start_build(project: Path, store: Path, stderr: int | None = subprocess.DEVNULL) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k not in ("ORCH_STORE", "MAX_JOBS")}
     return subprocess.Popen([sys.executable, "-m", "doit", "-f", str(project / "dodo.py"), "build",
                              f"store={store}", "substitute=0"], cwd=project, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=stderr, text=True,
                             start_new_session=True)
 
 
@@ -88,3 +88,29 @@ def test_sigkill_then_next_run_cleans_and_resumes(slow_project, store, doit):
     log = (store / "store" / art / "meta/build.log").read_text()
     # Incremental: the objects compiled before the kill are not compiled again.
     assert "core.cpp.o" not in log and "add_kernel.cpp.o" not in log, log
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_is_one_line_and_the_signal_s_exit_status(slow_project, store, sig):
+    """Ctrl-C (SIGINT to the terminal's group) or a CI job's cancel (SIGTERM to doit) during
+    the build: one `error: interrupted (...)` line on stderr, no traceback, exit 128 + the
+    signal, the staging dir removed and no process of the build left (ninja's group too)."""
+    project, _, _ = slow_project
+    proc = start_build(project, store, stderr=subprocess.PIPE)
+    wait_for_slow_step(store, proc)
+    if sig == signal.SIGINT:
+        os.killpg(proc.pid, sig)
+    else:
+        os.kill(proc.pid, sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + sig.value, err[-3000:]
+    assert "Traceback" not in err, err[-3000:]
+    last = [ln for ln in err.splitlines() if ln.strip()][-1]
+    assert last.startswith(f"error: interrupted ({sig.name}):"), err[-3000:]
+    assert sum("interrupted" in ln for ln in err.splitlines()) == 1, err[-3000:]
+    assert committed(store) == []
+    assert list((store / "tmp").iterdir()) == []
+    deadline = time.monotonic() + 10
+    while sleeping_in_session(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not sleeping_in_session(proc.pid), "the build's slow step outlived doit"

@@ -13,8 +13,10 @@ answers before any plugin runs) with the overview.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
+from types import FrameType
 
 from doit.cmd_help import Help as DoitHelp
 from doit.cmd_run import Run as DoitRun
@@ -60,7 +62,29 @@ class Run(DoitRun):
 
     def execute(self, params, args):  # noqa: ANN001,D102 - doit API
         seek_when_absent(params)
-        return super().execute(params, args)
+        previous = signal.signal(signal.SIGTERM, _terminated)
+        try:
+            return super().execute(params, args)
+        except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (a CI job cancelled, `timeout`)
+            return interrupted(signal.SIGTERM if isinstance(e, Terminated) else signal.SIGINT)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the main thread is, so that it unwinds as Ctrl-C does: each
+    step's staging dir is removed on the way out and its process group is ended."""
+
+
+def _terminated(signum: int, frame: FrameType | None) -> None:
+    raise Terminated
+
+
+def interrupted(sig: signal.Signals) -> int:
+    """One line instead of a traceback; the shell's exit status for a signal (128 + n)."""
+    print(f"error: interrupted ({sig.name}): what had finished is kept and nothing half-done "
+          "is visible; run the command again to go on from there", file=sys.stderr, flush=True)
+    return 128 + sig.value
 
 
 def find_dodo(start: Path) -> Path | None:
