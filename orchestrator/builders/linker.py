@@ -33,5 +33,5 @@ def linker_defines(ctx: BuildContext, env: dict[str, str]) -> dict[str, str]:
     flags = linker_flags(ctx)
     if not flags:
         return {}
-    value = " ".join([*flags, *([env["LDFLAGS"]] if env.get("LDFLAGS") else [])])
+    value = " ".join(x for x in (*flags, env.get("LDFLAGS", "")) if x)
     return {name: value for name in LINKER_DEFINES}

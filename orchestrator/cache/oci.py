@@ -240,10 +240,8 @@ class OciBackend:
             probe = CHECK_KEY_RE.match(key)
             if probe:
                 digest, sent = upload_blob(self.client, body, key, None)
-                self._ensure_empty()
-                self._put_manifest(check_tag(probe.group(1)), manifest_bytes(
-                    descriptor(EMPTY_MEDIA, EMPTY_DIGEST, 2),
-                    [descriptor(CAS_MEDIA, digest, sent, key)], key), key)
+                self._put_pointer(check_tag(probe.group(1)),
+                                  descriptor(CAS_MEDIA, digest, sent, key), key)
                 return sent
             m = LAYER_KEY_RE.match(key)
             if not m:
@@ -253,13 +251,16 @@ class OciBackend:
                                        f"sha256:{m.group(2)}" if packs else None)
             layer = descriptor(PACK_MEDIA if packs else CAS_MEDIA, digest, sent, key)
             if not packs:
-                self._ensure_empty()
-                self._put_manifest(pointer_tag(m.group(2)),
-                                   manifest_bytes(descriptor(EMPTY_MEDIA, EMPTY_DIGEST, 2),
-                                                  [layer], key), key)
+                self._put_pointer(pointer_tag(m.group(2)), layer, key)
             with self._lock:
                 self._known[key] = layer
             return sent
+
+    def _put_pointer(self, tag: str, layer: dict, key: str) -> None:
+        """The pointer manifest `tag` naming one blob (`layer`) for `key` (what _pointed reads)."""
+        self._ensure_empty()
+        self._put_manifest(tag, manifest_bytes(descriptor(EMPTY_MEDIA, EMPTY_DIGEST, 2),
+                                               [layer], key), key)
 
     def _ensure_empty(self) -> None:
         """The `{}` config of pointers, uploaded once (two concurrent uploads of one digest
