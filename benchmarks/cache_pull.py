@@ -155,7 +155,7 @@ def curl_tar(archive_url: str, out: Path) -> tuple[float, float]:
     return time.monotonic() - start, cpu_seconds() - cpu
 
 
-PHASES: dict[str, list[tuple[float, float, float]]] = {}  # url -> each pull's phases
+PHASES: dict[str, list[tuple[float, float, float, int]]] = {}  # url -> each pull's phases
 
 
 def our_pull(artifact_id: str, config: CacheConfig, store_root: Path) -> tuple[float, float]:
@@ -169,16 +169,20 @@ def our_pull(artifact_id: str, config: CacheConfig, store_root: Path) -> tuple[f
     got = pull(Store(store_root), artifact_id, config, stats=stats)
     assert got is not None
     PHASES.setdefault(config.substituters[0], []).append(
-        (stats.record_seconds, stats.download_seconds, stats.commit_seconds))
+        (stats.record_seconds, stats.download_seconds, stats.commit_seconds,
+         stats.unpack_workers))
     return time.monotonic() - start, cpu_seconds() - cpu
 
 
 def phases_line(config: CacheConfig) -> str:
-    """The median seconds of a pull's phases (for the table: where its time goes)."""
+    """The median seconds of a pull's phases (for the table: where its time goes), and the
+    worker processes that unpacked its packs (cache/pack_processes.py), if any."""
     runs = PHASES.get(config.substituters[0], [])
     if not runs:
         return "-"
-    return "/".join(f"{statistics.median(r[i] for r in runs):.2f}" for i in range(3))
+    workers = max(r[3] for r in runs)
+    return "/".join(f"{statistics.median(r[i] for r in runs):.2f}" for i in range(3)) + \
+        (f" ({workers} proc)" if workers else "")
 
 
 def med(runs: Runs, i: int = 0) -> float:

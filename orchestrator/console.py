@@ -11,7 +11,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from rich.console import Console
 
@@ -140,6 +140,13 @@ def working(label: str, on: Console | None = None, first: float = FIRST_NOTE_S,
         took = time.monotonic() - start
         if ok and took >= first and not progress_off():
             on.print(f"[green]✓[/] {label} [dim]({took:.1f}s)[/]", soft_wrap=True)
+
+
+class Meter(Protocol):
+    """What moves a byte bar: ByteProgress, or a forked pull worker's pipe to its parent's."""
+
+    def advance(self, amount: int) -> None:
+        ...
 
 
 class ByteProgress:

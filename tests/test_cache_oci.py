@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).parent / "oci"))
 from registry_fixtures import registry, token_registry  # noqa: E402,F401  (fixtures)
 from registry_server import PASSWORD, USER, RegistryServer  # noqa: E402
 
-from orchestrator.cache import oci_upload  # noqa: E402
+from orchestrator.cache import oci_upload, pack_processes, pack_upload  # noqa: E402
 from orchestrator.cache.backend import blob_key, record_key  # noqa: E402
 from orchestrator.cache.backends import open_backend  # noqa: E402
 from orchestrator.cache.cache_toml import CacheConfig, Credentials  # noqa: E402
@@ -110,6 +110,7 @@ def test_push_gc_push_pull(auth: str, tmp_path: Path, request: pytest.FixtureReq
     config = _config(url)
     store_a = Store(tmp_path / "A").ensure()
     first, second = _commit(store_a, "first"), _commit(store_a, "second")
+    monkeypatch.setattr(pack_upload, "PACK_TARGET", 16 << 10)  # packs to share out
     for var, value in (("ORCH_CACHE_USER", USER), ("ORCH_CACHE_PASSWORD", PASSWORD)):
         monkeypatch.setenv(var, value)
     if auth == "token":  # without credentials the token service grants pull only
@@ -130,11 +131,17 @@ def test_push_gc_push_pull(auth: str, tmp_path: Path, request: pytest.FixtureReq
     server.garbage_collect()
     monkeypatch.delenv("ORCH_CACHE_USER")
     monkeypatch.delenv("ORCH_CACHE_PASSWORD")
-    for art in (first, second):
-        manifest = Store.read_manifest(art)
-        path, got_from = pull(Store(tmp_path / f"B-{art.name[:6]}"), manifest.id, config)
+    for art, forks in ((first, False), (second, True)):  # the packs unpacked by threads, then
+        manifest = Store.read_manifest(art)             # by forked workers (pack_processes)
+        monkeypatch.setattr(pack_processes, "MIN_MEMBERS", 1 if forks else 1 << 30)
+        stats = TransferStats()
+        path, got_from = pull(Store(tmp_path / f"B-{art.name[:6]}"), manifest.id, config,
+                              stats=stats)
         assert got_from == url
         _same_files(art, path)
+        assert stats.unpack_workers == \
+            (min(pack_processes.worker_count(1), stats.packs_downloaded) if forks else 0)
+        assert stats.packs_downloaded >= 2
     tags = _tags(server, repo, auth == "token")
     for art in (first, second):
         ident = Store.read_manifest(art).id

@@ -1,7 +1,9 @@
 """Packed small files (record format /2) against file:// and a real nginx: a packed pull gives
 the same files, contents the store already has are not fetched (byte ranges of a pack), old
 records still pull, and a validly signed record or a pack that lies is refused before
-anything is visible.
+anything is visible. Each of these runs with the members unpacked by this process's threads
+and by forked worker processes (pack_processes: a pull of many small files); a pull stopped
+by SIGINT or SIGKILL leaves no worker running.
 """
 from __future__ import annotations
 
@@ -12,8 +14,11 @@ import json
 import os
 import random
 import re
+import signal
+import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -23,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).parent / "nginx"))
 from nginx_fixtures import nginx  # noqa: E402,F401  (fixture)
 from nginx_server import NginxServer  # noqa: E402
 
+from orchestrator.cache import pack_processes, pack_upload  # noqa: E402
 from orchestrator.cache.backend import blob_key, pack_key, record_key  # noqa: E402
 from orchestrator.cache.backends import open_backend  # noqa: E402
 from orchestrator.cache.blob_upload import upload_blobs  # noqa: E402
@@ -86,6 +92,16 @@ def cache_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return f"file://{tmp_path / 'shared'}/"
 
 
+@pytest.fixture(params=["threads", "processes"])
+def unpack(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
+    """How the pull unpacks its packs: the workers it is expected to fork (0: threads)."""
+    if request.param == "threads":
+        return 0
+    monkeypatch.setattr(pack_processes, "MIN_MEMBERS", 1)  # the fixture trees are small:
+    monkeypatch.setattr(pack_upload, "PACK_TARGET", 64 << 10)  # packs enough to share out
+    return pack_processes.worker_count(1)
+
+
 def _config(url: str) -> CacheConfig:
     return CacheConfig(substituters=[url], trusted_keys=[KEY.public.line()], jobs=3, timeout=5)
 
@@ -118,8 +134,8 @@ def store_is_untouched(root: Path) -> bool:
     return store.artifacts() == [] and leftovers == []
 
 
-def test_packed_pull_gives_the_same_files(cache_url: str, tmp_path: Path,
-                                          nginx: NginxServer) -> None:
+def test_packed_pull_gives_the_same_files(cache_url: str, tmp_path: Path, nginx: NginxServer,
+                                          unpack: int) -> None:
     art = _commit(Store(tmp_path / "A").ensure(), "same")
     manifest = Store.read_manifest(art)
     up = TransferStats()
@@ -140,6 +156,8 @@ def test_packed_pull_gives_the_same_files(cache_url: str, tmp_path: Path,
     path, _ = pull(Store(tmp_path / "B"), manifest.id, _config(cache_url), stats=down)
     _same_files(art, path, manifest)
     assert down.blobs_downloaded == len(contents) and down.packs_downloaded == len(doc["packs"])
+    assert down.unpack_workers == min(unpack, len(doc["packs"]))
+    assert down.bytes_written == sum(contents.values())
     # the phases the benchmarks print: each measured, together no more than the whole pull
     phases = (down.record_seconds, down.download_seconds, down.commit_seconds)
     assert all(s > 0 for s in phases) and sum(phases[1:]) <= down.seconds
@@ -151,7 +169,7 @@ def test_packed_pull_gives_the_same_files(cache_url: str, tmp_path: Path,
 
 
 def test_contents_already_local_are_not_downloaded(cache_url: str, tmp_path: Path,
-                                                   nginx: NginxServer) -> None:
+                                                   nginx: NginxServer, unpack: int) -> None:
     store_a = Store(tmp_path / "A").ensure()
     base, new = _commit(store_a, "base"), _commit(store_a, "new", changed=True)
     base_m, new_m = Store.read_manifest(base), Store.read_manifest(new)
@@ -313,11 +331,18 @@ def _drop_pack(doc: Doc, area: Path) -> None:
     (area / pack_key(_first_pack(doc)["sha256"])).unlink()
 
 
+def _drop_blob(doc: Doc, area: Path) -> None:
+    """A loose blob (this process's share while workers unpack the packs) is gone."""
+    sha = next(f["sha256"] for f in doc["manifest"]["files"] if f["path"] == "prefix/lib/libbig.so")
+    (area / blob_key(sha)).unlink()
+
+
 PACK_CASES: dict[str, tuple[Callable[[Doc, Path], None], str]] = {
     "tampered-pack": (_flip_raw_member, "content hash mismatch"),
     "truncated-pack": (_cut_pack, "truncated pack"),
     "longer-pack": (_lengthen_pack, "not the pack the record describes"),
     "missing-pack": (_drop_pack, "is missing"),
+    "missing-blob": (_drop_blob, "is missing"),
 }
 
 
@@ -328,8 +353,8 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("case", sorted(RECORD_CASES) + sorted(PACK_CASES))
 def test_lying_packs_are_refused_once(case: str, cache_url: str, source: Path, tmp_path: Path,
-                                      nginx: NginxServer,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
+                                      nginx: NginxServer, capsys: pytest.CaptureFixture[str],
+                                      unpack: int) -> None:
     config = _config(cache_url)
     manifest = Store.read_manifest(source)
     push_many([source], config, KEY)
@@ -355,7 +380,8 @@ def test_lying_packs_are_refused_once(case: str, cache_url: str, source: Path, t
 
 
 def test_a_partly_local_pack_with_a_lying_member_is_refused(cache_url: str, tmp_path: Path,
-                                                            nginx: NginxServer) -> None:
+                                                            nginx: NginxServer,
+                                                            unpack: int) -> None:
     """A byte-range pull checks each member it asks for as strictly as a whole pack."""
     store_a = Store(tmp_path / "A").ensure()
     base, new = _commit(store_a, "lie-base"), _commit(store_a, "lie-new", changed=True)
@@ -385,3 +411,120 @@ def test_pack_hashes_are_of_their_bytes(cache_url: str, source: Path, nginx: Ngi
     for p in doc["packs"]:
         data = (_area(cache_url, nginx) / pack_key(p["sha256"])).read_bytes()
         assert hashlib.sha256(data).hexdigest() == p["sha256"] and len(data) == p["size"]
+
+
+# ---- a pull stopped while its workers unpack ------------------------------------------------
+
+class _Stall(http.server.SimpleHTTPRequestHandler):
+    """Sends the first kilobyte of every pack, then nothing for a minute: the workers sit in
+    a read, writing no progress to their parent (so only PR_SET_PDEATHSIG ends them when the
+    parent is killed, before the cache's timeout). Other files go out whole."""
+
+    def copyfile(self, source, outputfile) -> None:  # type: ignore[no-untyped-def]
+        if "/packs/" not in self.path:
+            return super().copyfile(source, outputfile)
+        outputfile.write(source.read(1024))
+        outputfile.flush()
+        time.sleep(60)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class _QuietServer(http.server.ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # the stopped pull's connections break mid-file: expected
+
+
+PULLER = """
+import sys
+from orchestrator.cache import pack_processes, pack_upload
+from orchestrator.cache.cache_toml import CacheConfig
+from orchestrator.cache.pull import pull
+from orchestrator.store.artifacts import Store
+pack_processes.MIN_MEMBERS = 1
+pack_upload.PACK_TARGET = 64 << 10
+url, key, root, artifact = sys.argv[1:5]
+pull(Store(root), artifact, CacheConfig(substituters=[url], trusted_keys=[key], jobs=3,
+                                        timeout=60))
+"""
+
+
+def _children(pid: int) -> list[int]:
+    kids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                kids.append(int(entry.name))
+    return kids
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state == "Z"  # exited, waiting for a parent that is itself gone or reaping
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_a_stopped_pull_leaves_no_worker_running(sig: signal.Signals, source: Path,
+                                                 tmp_path: Path, nginx: NginxServer,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    url = nginx.url("open") + f"packs-stop-{sig.name}/"
+    monkeypatch.setattr(pack_upload, "PACK_TARGET", 64 << 10)
+    monkeypatch.setattr(pack_processes, "MIN_MEMBERS", 1)  # as PULLER does
+    push_many([source], _config(url), KEY)
+    packs = len(_record(url, Store.read_manifest(source).id)["packs"])
+    expected = min(pack_processes.worker_count(1), packs)
+    assert expected >= 2
+    artifact = Store.read_manifest(source).id
+    handler = functools.partial(_Stall, directory=str(nginx.root))
+    srv = _QuietServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    slow = f"http://127.0.0.1:{srv.server_address[1]}/open/packs-stop-{sig.name}/"
+    root = tmp_path / "store"
+    env = {**os.environ, "ORCH_NO_PROGRESS": "1",
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.Popen([sys.executable, "-c", PULLER, slow, KEY.public.line(), str(root),
+                             artifact], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        workers: list[int] = []
+        while len(workers) < expected and time.monotonic() < deadline:
+            time.sleep(0.05)
+            workers = _children(proc.pid)
+        assert len(workers) == expected, f"the pull forked {len(workers)} workers"
+        time.sleep(0.3)  # the workers are receiving their packs
+        assert proc.poll() is None, "the pull ended before it was stopped"
+        os.kill(proc.pid, sig)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 3  # the server stalls them for a minute
+        while not all(_gone(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert all(_gone(w) for w in workers), f"workers still running: {workers}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        srv.shutdown()
+        srv.server_close()
+    assert Store(root).artifacts() == []
+    if sig == signal.SIGINT:  # unwound: its staging dir is gone with it
+        assert store_is_untouched(root)
+    # whatever it left, the next pull cleans up (as `doit pull` and every build start) and
+    # delivers the artifact
+    Store(root).clean_stale()
+    path, _ = pull(Store(root), artifact, _config(url))
+    _same_files(source, path, Store.read_manifest(source))
+    assert store_is_untouched_but(root, path)
+
+
+def store_is_untouched_but(root: Path, path: Path) -> bool:
+    store = Store(root)
+    leftovers = list(store.tmp_dir.iterdir()) if store.tmp_dir.is_dir() else []
+    return store.artifacts() == [path] and leftovers == []

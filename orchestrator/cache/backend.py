@@ -79,6 +79,10 @@ class Backend(Protocol):
     def put(self, key: str, body: Body, size: int = 0) -> int:
         """Store an object atomically (readers see all of it or nothing); return bytes sent."""
 
+    def forget_connections(self) -> None:
+        """In a forked child (cache/pack_processes.py): drop the pooled connections it
+        inherited, unused, so that it opens its own and never shares a socket's stream."""
+
     def close(self) -> None:
         ...
 

@@ -18,7 +18,7 @@ import zstandard
 from orchestrator.cache.backend import CHUNK, Backend, blob_key
 from orchestrator.cache.errors import CacheError, TransferInterrupted
 from orchestrator.cache.transfer import TransferStats, run_parallel
-from orchestrator.console import ByteProgress
+from orchestrator.console import ByteProgress, Meter
 from orchestrator.model.cache_record import max_wire
 
 BLOB_ATTEMPTS = 3
@@ -41,7 +41,7 @@ class _Writer:
     128 KiB ones on the 2-core dev VM (Linux 6.18; perf: copy_folio_from_iter_atomic, 82 %
     of the pull), 128 KiB never."""
 
-    def __init__(self, fd: int, meter: ByteProgress, size: int) -> None:
+    def __init__(self, fd: int, meter: Meter, size: int) -> None:
         self.fd = fd
         self.meter = meter
         self.hash = hashlib.sha256()
@@ -249,7 +249,7 @@ def write_new(dest: str | Path, data: bytes, mode: int = 0o644) -> None:
         os.close(fd)
 
 
-def _fetch_small(backend: Backend, sha256: str, size: int, dest: Path, meter: ByteProgress,
+def _fetch_small(backend: Backend, sha256: str, size: int, dest: Path, meter: Meter,
                  stats: TransferStats) -> None:
     """A small blob in one go on the calling thread (threads would cost more than they save)."""
     key = blob_key(sha256)
@@ -266,7 +266,7 @@ def _fetch_small(backend: Backend, sha256: str, size: int, dest: Path, meter: By
     stats.add(blobs_downloaded=1, bytes_downloaded=len(raw), bytes_written=size)
 
 
-def fetch_blob(backend: Backend, sha256: str, size: int, dest: Path, meter: ByteProgress,
+def fetch_blob(backend: Backend, sha256: str, size: int, dest: Path, meter: Meter,
                stats: TransferStats, cancel: threading.Event) -> None:
     """Download one blob into a new file `dest`, refusing wrong content or a short stream.
 
@@ -324,7 +324,7 @@ def fetch_blob(backend: Backend, sha256: str, size: int, dest: Path, meter: Byte
     stats.add(blobs_downloaded=1, bytes_downloaded=source.wire, bytes_written=written)
 
 
-def fetch_blob_retrying(backend: Backend, sha256: str, size: int, dest: Path, meter: ByteProgress,
+def fetch_blob_retrying(backend: Backend, sha256: str, size: int, dest: Path, meter: Meter,
                         stats: TransferStats, cancel: threading.Event) -> None:
     """fetch_blob, again from the start (up to BLOB_ATTEMPTS) when the stream was cut."""
     for attempt in range(BLOB_ATTEMPTS):

@@ -72,5 +72,8 @@ class FileBackend:
                              f"({e.strerror})") from None
         return sent
 
+    def forget_connections(self) -> None:
+        pass
+
     def close(self) -> None:
         pass

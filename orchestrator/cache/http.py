@@ -69,6 +69,15 @@ def deadline_adapter(config: CacheConfig) -> HTTPAdapter:
     return adapter
 
 
+def forget_pooled(session: requests.Session) -> None:
+    """Drop a session's pooled connections without a word on their sockets: in a forked
+    child, whose parent keeps using them (closing the child's copy of a descriptor ends
+    nothing while the parent holds its own)."""
+    for adapter in session.adapters.values():
+        if isinstance(adapter, HTTPAdapter):
+            adapter.poolmanager.clear()
+
+
 def unreachable_reason(exc: Exception) -> str:
     return _reason(exc)
 
@@ -218,6 +227,9 @@ class HttpBackend:
                 continue
             raise self._refused("PUT", key, r)
         raise AssertionError("unreachable")
+
+    def forget_connections(self) -> None:
+        forget_pooled(self.session)
 
     def close(self) -> None:
         self.session.close()

@@ -28,7 +28,7 @@ from orchestrator.cache.backend import CHUNK, RECORD_LIMIT, Body, window
 from orchestrator.cache.cache_toml import CacheConfig, Credentials
 from orchestrator.cache.deadline import Deadline, blob_deadline
 from orchestrator.cache.errors import CacheError, TransferInterrupted
-from orchestrator.cache.http import PUT_ATTEMPTS, unreachable_reason
+from orchestrator.cache.http import PUT_ATTEMPTS, forget_pooled, unreachable_reason
 from orchestrator.cache.oci_client import RegistryClient
 from orchestrator.cache.oci_manifest import (
     CAS_MEDIA,
@@ -300,6 +300,9 @@ class OciBackend:
         if (tag := people_tag(key, doc)) is not None:
             self._put_manifest(tag, manifest, key)
         return len(raw)
+
+    def forget_connections(self) -> None:
+        forget_pooled(self.client.session)
 
     def close(self) -> None:
         self.client.close()

@@ -19,8 +19,9 @@ from pathlib import Path
 from orchestrator.cache.backend import Backend, pack_key
 from orchestrator.cache.blob_download import decode_small, fetch_blob_retrying, write_new
 from orchestrator.cache.errors import CacheError, TransferInterrupted
+from orchestrator.cache.pack_processes import Workers, shares, worker_count
 from orchestrator.cache.transfer import TransferStats, run_parallel
-from orchestrator.console import ByteProgress
+from orchestrator.console import ByteProgress, Meter
 from orchestrator.model.cache_record import Pack
 
 RANGE_GAP = 256 << 10   # unneeded bytes between two needed runs: cheaper to read than ask again
@@ -44,7 +45,7 @@ class MemberWriter:
     failure is kept in `error`; it stops the other writer and the fetchers at their next
     put()."""
 
-    def __init__(self, meter: ByteProgress, writers: int = WRITERS) -> None:
+    def __init__(self, meter: Meter, writers: int = WRITERS) -> None:
         self.meter = meter
         self.queue: queue.Queue[list[Member] | None] = queue.Queue(WRITE_QUEUE)
         self.error: Exception | None = None
@@ -185,6 +186,33 @@ def fetch_pack(backend: Backend, want: PackWant, writer: MemberWriter, stats: Tr
             time.sleep(0.25 * 2 ** attempt)
 
 
+def _download_here(backend: Backend, loose: list[tuple[str, int, Path]],
+                   packs: list[PackWant], jobs: int, meter: Meter,
+                   stats: TransferStats) -> None:
+    """Loose blobs and packs on this process's threads (see download_contents)."""
+    work: list[tuple[int, tuple[str, int, Path] | PackWant]] = [(w[1], w) for w in loose]
+    work += [(want.size, want) for want in packs]
+    work.sort(key=lambda item: -item[0])
+    writer = MemberWriter(meter)
+
+    def one(item: tuple[int, tuple[str, int, Path] | PackWant],
+            cancel: threading.Event) -> None:
+        what = item[1]
+        if isinstance(what, PackWant):
+            fetch_pack(backend, what, writer, stats, cancel)
+        else:
+            fetch_blob_retrying(backend, what[0], what[1], what[2], meter, stats, cancel)
+    try:
+        run_parallel(min(jobs, max(2, os.cpu_count() or 2)), work, one)
+    finally:
+        writer.close(stats)  # after a failure: raises the writer's own, else the fetchers'
+
+
+def _unpack_share(backend: Backend, share: list[PackWant], jobs: int, meter: Meter,
+                  stats: TransferStats) -> None:
+    _download_here(backend, [], share, jobs, meter, stats)
+
+
 def download_contents(backend: Backend, loose: list[tuple[str, int, Path]],
                       packs: list[PackWant], jobs: int, label: str,
                       stats: TransferStats) -> None:
@@ -192,21 +220,21 @@ def download_contents(backend: Backend, loose: list[tuple[str, int, Path]],
     a time and no more than the machine has cores (at least 2): each transfer is CPU work
     (zstd, sha256, writes), which beyond the cores only contends. Packs are separate items
     (a pack request's thread only splits the stream; the writers create the files), so the
-    small files of an artifact arrive over as many connections as its loose blobs do."""
-    work: list[tuple[int, tuple[str, int, Path] | PackWant]] = [(w[1], w) for w in loose]
-    work += [(want.size, want) for want in packs]
-    work.sort(key=lambda item: -item[0])
-    with ByteProgress(label, sum(size for size, _ in work)) as meter:
-        writer = MemberWriter(meter)
+    small files of an artifact arrive over as many connections as its loose blobs do.
 
-        def one(item: tuple[int, tuple[str, int, Path] | PackWant],
-                cancel: threading.Event) -> None:
-            what = item[1]
-            if isinstance(what, PackWant):
-                fetch_pack(backend, what, writer, stats, cancel)
-            else:
-                fetch_blob_retrying(backend, what[0], what[1], what[2], meter, stats, cancel)
-        try:
-            run_parallel(min(jobs, max(2, os.cpu_count() or 2)), work, one)
-        finally:
-            writer.close(stats)  # after a failure: raises the writer's own, else the fetchers'
+    Many pack members (pack_processes.MIN_MEMBERS and more): the packs go to a worker
+    process per core, forked before this pull starts a thread; this process keeps the loose
+    blobs."""
+    workers = worker_count(sum(len(want.wanted) for want in packs))
+    parts = shares(packs, workers) if workers else []
+    total = sum(w[1] for w in loose) + sum(want.size for want in packs)
+    if not parts:
+        with ByteProgress(label, total) as meter:
+            _download_here(backend, loose, packs, jobs, meter, stats)
+        return
+    stats.add(unpack_workers=len(parts))
+    with Workers(backend, parts, max(1, jobs // len(parts)), _unpack_share) as forked, \
+            ByteProgress(label, total) as meter:
+        forked.watch(meter)
+        _download_here(backend, loose, [], jobs, meter, stats)
+        forked.wait(stats)

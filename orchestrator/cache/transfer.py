@@ -29,6 +29,7 @@ class TransferStats:
     blobs_present: int = 0        # contents the cache already had (HEAD of a blob or pack)
     packs_uploaded: int = 0
     packs_present: int = 0
+    unpack_workers: int = 0       # processes a pull forked to unpack its packs (0: threads)
     seconds: float = 0.0
     # a pull's phases (benchmarks print them): the record fetched and checked (signature,
     # model), the contents downloaded into the staging dir, the store's commit
