@@ -2,7 +2,8 @@
 imported by the orchestrator): for each library given, sample functions whose signature has
 parameters and whose code comes from the artifact's own sources (/orch/src, /orch/build), and report
 what lldb-14 reads of them statically: the function, its parameters' names and whether each
-has a value location at the function's entry. A function whose parameters lldb lists but
+has a value location at the function's entry. Symbols are not preloaded, so no library's
+DWARF is indexed as a whole (each lookup is by address). A function whose parameters lldb lists but
 the source leaves all unnamed (`void f(int)`) has no names to read and is passed over (counted
 as "unnamed"); one whose parameters lldb does not list at all is kept: that is a reading
 failure. Nothing is run; one JSON object on stdout.
@@ -85,8 +86,24 @@ def probe_library(debugger: Any, path: str, sample: int) -> dict[str, Any]:
             entry["located"] = [m.group(1) for m in LOCATION.finditer(ret.GetOutput() or "")
                                 if m.group(1) in entry["parameters"]]
         out.append(entry)
+    indexed = index_seconds(debugger, module.GetFileSpec().fullpath)
     debugger.DeleteTarget(target)
-    return {"functions": out, "candidates": len(names), "own": looked, "unnamed": unnamed}
+    return {"functions": out, "candidates": len(names), "own": looked, "unnamed": unnamed,
+            "index_seconds": indexed}
+
+
+def index_seconds(debugger: Any, path: str) -> float:
+    """The seconds lldb spent indexing this library's DWARF as a whole (its own statistics):
+    0 while every lookup stays within the compile units it lands in."""
+    ret = lldb.SBCommandReturnObject()
+    debugger.GetCommandInterpreter().HandleCommand("statistics dump", ret)
+    text = ret.GetOutput() or ""
+    try:
+        stats = json.loads(text[text.index("{"):])
+    except ValueError:
+        return -1.0
+    return float(sum(m.get("debugInfoIndexTime", 0.0) for m in stats.get("modules", [])
+                     if m.get("path") == path))
 
 
 def main(argv: list[str]) -> int:
@@ -94,6 +111,11 @@ def main(argv: list[str]) -> int:
     lldb.SBDebugger.Initialize()
     debugger = lldb.SBDebugger.Create(False)
     debugger.SetAsync(False)
+    # lldb indexes a library's whole DWARF when its target is made (preload): on the 2.6
+    # tree's libtorch_cpu.so that was most of verify's minute and 8 GB. Address lookups,
+    # all this probe does, read only the compile unit they land in.
+    debugger.GetCommandInterpreter().HandleCommand("settings set target.preload-symbols false",
+                                                   lldb.SBCommandReturnObject())
     result = {path: probe_library(debugger, path, sample) for path in argv[2:]}
     json.dump(result, sys.stdout)
     lldb.SBDebugger.Destroy(debugger)
