@@ -350,3 +350,24 @@ def test_mixed_configuration_with_gdb_python_breakpoint_then_cpp_then_the_end(
             if gdb.proc.poll() is None:
                 gdb.proc.kill()
         python.event("terminated", 60)
+
+
+def test_a_line_breakpoint_indexes_no_library_s_whole_dwarf(ws: Workspace) -> None:
+    """The generated initCommands leave lldb's symbol preloading off: a stop at a line, its
+    backtrace and its variables read only the compile units they need, so no library's DWARF
+    is indexed as a whole (lldb's own statistics, dumped at the stop). On the 2.6 tree that
+    index of libtorch_cpu.so was most of the time to the first stop."""
+    config = launch_config(ws.root, LLDB_CONFIG, ws.script)
+    config["stopCommands"] = ["statistics dump"]
+    source = ws.root / "recipes/demo/ops/add_kernel.cpp"
+    line = line_of(source, "result[i] = self.data()[i]")
+    stop = stop_at_line([config["debugAdapterExecutable"]], config, source, line)
+    assert stop.reason == "breakpoint" and stop.variables.get("alpha") == "2.5", stop
+    text = stop.output[stop.output.index("statistics dump"):]
+    stats = json.loads(text[text.index("{"):text.rindex("}") + 1])
+    modules = {Path(m["path"]).name: m for m in stats["modules"]}
+    assert {"libdemo_ops.so", "libdemo_core.so"} <= set(modules), sorted(modules)
+    assert modules["libdemo_ops.so"]["debugInfoParseTime"] > 0  # it did read that unit
+    indexed = {name: m["debugInfoIndexTime"] for name, m in modules.items()
+               if m["debugInfoIndexTime"]}
+    assert indexed == {}, indexed

@@ -16,6 +16,11 @@ SCRIPTS_SRC = Path(__file__).with_name("debugger_scripts")
 # lldb-14's index cache (symbols.enable-lldb-index-cache) stays off: with it, a launch
 # intermittently misses the dynamic loader's rendezvous and no breakpoint in a library
 # loaded later binds (docs/debugging.md, "Start-up on big binaries").
+# lldb indexes each library's whole DWARF as it loads (target.preload-symbols): 20-30 s for
+# the 2.6 tree's libtorch_cpu.so before a breakpoint can stop. Off, a line breakpoint, a
+# backtrace and the stopped frame's variables read only the compile units they need; a
+# breakpoint by function name still indexes (lazily, the libraries it searches).
+PRELOAD_OFF = "settings set target.preload-symbols false"
 SCRIPTS_DIR = ".orch/debugger"          # in the workspace
 LLDB_SCRIPT, GDB_SCRIPT = "lldb_orch.py", "gdb_orch.py"
 
@@ -157,6 +162,8 @@ def lldbinit_block(spec: IdeSpec) -> str:
             f"{spec.python(True)} your_script.py\n"
             f"settings set target.env-vars {envs}\n"
             f"settings set target.source-map {pairs}\n"
+            "# index no library's DWARF as a whole when it loads (a name breakpoint still does)\n"
+            f"{PRELOAD_OFF}\n"
             "# py-bt: the backtrace with the CPython 3.11 frames; PyTorch type summaries\n"
             f"command script import {_lldb_quote(spec.ws(f'{SCRIPTS_DIR}/{LLDB_SCRIPT}', True))}\n")
 

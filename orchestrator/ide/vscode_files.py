@@ -7,7 +7,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from orchestrator.ide.debugger_init import GDB_SCRIPT, LLDB_SCRIPT, SCRIPTS_DIR, cuda_gdb_commands, wrappers
+from orchestrator.ide.debugger_init import (
+    GDB_SCRIPT,
+    LLDB_SCRIPT,
+    PRELOAD_OFF,
+    SCRIPTS_DIR,
+    cuda_gdb_commands,
+    wrappers,
+)
 from orchestrator.ide.jsonc import OURS, merge_named, read_json
 from orchestrator.ide.spec import WS, IdeSpec
 from orchestrator.toolchain.debugger_env import locate
@@ -33,7 +40,8 @@ def launch_configurations(spec: IdeSpec) -> list[dict[str, Any]]:
     adapter = spec.ws(".orch/bin/lldb-vscode", absolute=False)
     program, args, task = spec.python(absolute=False), ["${file}"], f"{OURS}build"
     # py-bt and the PyTorch type summaries in the Debug Console (what .lldbinit loads)
-    lldb_init = [f"command script import {spec.ws(f'{SCRIPTS_DIR}/{LLDB_SCRIPT}', absolute=False)}"]
+    lldb_init = [PRELOAD_OFF,
+                 f"command script import {spec.ws(f'{SCRIPTS_DIR}/{LLDB_SCRIPT}', absolute=False)}"]
 
     def lldb_launch(name: str, extra_env: Mapping[str, str]) -> dict[str, Any]:
         return {"name": name, "type": "lldb-dap", "request": "launch",
