@@ -5,6 +5,7 @@ asserts a time.
 
     .venv/bin/python benchmarks/pytorch_edit_loop.py [--store DIR] [--work DIR] [--rounds 3]
         [--jobs 2] [--recipe pytorch2] [--variant relwithdebinfo] [--targets LIST]
+        [--stop line|name]
 
 The checkout (--work/pytorch, kept with --work): recipes/pytorch2.toml's tarball as upstream
 ships it, committed to git; the build applies the recipe's overlays and patches to a copy
@@ -25,9 +26,11 @@ Each round, ours then upstream's:
    `doit switch` with the same selection and `workspace=<work>/ws` (what the generated
    preLaunchTask runs), then the debugger: the workspace's generated `orch: Python + C++
    (lldb-14)` configuration (written once by `doit vscode`) driven over DAP through
-   lldb-vscode-14 (tests/dap_client.py's stop_in_function), on <work>/edit_loop.py (`import
-   torch; torch.sub(...)`), timed from the adapter's start to its 'stopped' event in that
-   function; the stop must be in BinaryOps.cpp.
+   lldb-vscode-14 (tests/dap_client.py), on <work>/edit_loop.py (`import torch;
+   torch.sub(...)`), timed from the adapter's start to its 'stopped' event in that function;
+   the stop must be in BinaryOps.cpp. The breakpoint is on the edited line of the checkout's
+   file, as a click in the editor's gutter sets it (`--stop name`: a function breakpoint on
+   FUNCTION, which makes lldb index the libraries it searches).
 2. upstream: the same kind of edit again, in the file the build tree compiles
    (<tree>/source/aten/..., the tree's copy of the checkout), then what `setup.py develop`
    runs incrementally, `cmake --build . --target install`, as its two parts: the tree's own
@@ -74,7 +77,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from dap_client import stop_in_function  # noqa: E402
+from dap_client import stop_at_line, stop_in_function  # noqa: E402
 from pytorch_checkout import (  # noqa: E402
     appended_steps,
     build_tree,
@@ -172,9 +175,25 @@ def debugger_config(ws: Path, script: Path, pythonpath: str | None = None) -> di
     return config
 
 
-def stop(ws: Path, script: Path, pythonpath: str | None = None) -> float:
-    """Seconds from the adapter's start to the stop in FUNCTION, which must be in EDITED."""
-    s = stop_in_function(debugger_config(ws, script, pythonpath), FUNCTION, timeout=STOP_TIMEOUT_S)
+def edited_line(path: Path) -> int:
+    """The line of our statement in the edited file."""
+    for n, text in enumerate(path.read_text().splitlines(keepends=True), 1):
+        if MARK.fullmatch(text):
+            return n
+    raise SystemExit(f"{path}: no edit of ours")
+
+
+def stop(ws: Path, script: Path, how: str, checkout_file: Path, line: int,
+         pythonpath: str | None = None) -> float:
+    """Seconds from the adapter's start to the stop in FUNCTION, which must be in EDITED:
+    `how` = "line", a breakpoint on the edited line of the checkout's file (a click in the
+    gutter; the source map takes it to the build's path), or "name", a function breakpoint."""
+    config = debugger_config(ws, script, pythonpath)
+    if how == "line":
+        s = stop_at_line([config["debugAdapterExecutable"]], config, checkout_file, line,
+                         timeout=STOP_TIMEOUT_S)
+    else:
+        s = stop_in_function(config, FUNCTION, timeout=STOP_TIMEOUT_S)
     top = s.frames[0]
     where = top.get("source", {}).get("path", "")
     if "structured_sub_out" not in top.get("name", "") or not where.endswith("BinaryOps.cpp"):
@@ -216,7 +235,9 @@ class Loop:
             t0 = time.perf_counter()
             self.switch()
             row["doit switch (the preLaunchTask's activation)"] = time.perf_counter() - t0
-            row["debugger: launch → stop"] = stop(self.ws, self.script)
+            row["debugger: launch → stop"] = stop(self.ws, self.script, self.args.stop,
+                                                  self.tree / EDITED,
+                                                  edited_line(self.tree / EDITED))
         row["edit → stop"] = wall + row.get("doit switch (the preLaunchTask's activation)", 0.0) \
             + row.get("debugger: launch → stop", 0.0)
         self.last_links = links_of(appended_steps(build_dir / ".ninja_log", before))
@@ -231,7 +252,9 @@ class Loop:
                "ninja (build phase)": t_ninja}
         if not self.targets:
             row["install"] = self.install(build_dir)
-            row["debugger: launch → stop"] = stop(self.ws, self.script, str(self.upstream / "python"))
+            row["debugger: launch → stop"] = stop(
+                self.ws, self.script, self.args.stop, self.tree / EDITED,
+                edited_line(build_dir / "source" / EDITED), str(self.upstream / "python"))
         row["build total"] = t_ninja + row.get("install", 0.0)
         row["edit → stop"] = row["build total"] + row.get("debugger: launch → stop", 0.0)
         return row
@@ -281,7 +304,8 @@ def median_rows(samples: list[dict[str, float]]) -> dict[str, float]:
 def report(loop: Loop, ours: dict[str, float], theirs: dict[str, float], load: tuple[float, float]) -> None:
     args = loop.args
     where = f"targets={args.targets}" if loop.targets else "the whole tree"
-    table = Table(title=f"edit {EDITED} → build → lldb-14 stop in {FUNCTION}: {args.recipe} "
+    table = Table(title=f"edit {EDITED} → build → lldb-14 stop in {FUNCTION} (breakpoint "
+                        f"{'on the edited line' if args.stop == 'line' else 'by name'}): {args.recipe} "
                         f"{args.variant}, {where} (median of {args.rounds}; jobs={args.jobs}, "
                         f"{os.cpu_count()} cores, load {load[0]:.1f} → {load[1]:.1f})")
     for col in ("phase", "ours s", "upstream s", "ours / upstream"):
@@ -321,6 +345,8 @@ def main() -> None:
     ap.add_argument("--variant", default="relwithdebinfo")
     ap.add_argument("--work", type=Path, help="keeps the checkout (default: a temp dir)")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--stop", choices=("line", "name"), default="line",
+                    help="the debugger's breakpoint: on the edited line (default) or by name")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--targets", help="a slice: targets= of doit, ninja's targets upstream")
     args = ap.parse_args()

@@ -10,7 +10,7 @@ from conftest import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from pytorch_checkout import appended_steps, phases  # noqa: E402
-from pytorch_edit_loop import ANCHOR, EDITED, OBJECT, edit, links_of, split_steps  # noqa: E402
+from pytorch_edit_loop import ANCHOR, EDITED, OBJECT, edit, edited_line, links_of, split_steps  # noqa: E402
 
 HEADER = "# ninja log v5\n"
 EARLIER = "0\t61000\t1\tcaffe2/CMakeFiles/torch_cpu.dir/__/aten/src/ATen/native/Copy.cpp.o\tabc\n"
@@ -60,6 +60,9 @@ def test_each_edit_replaces_the_last_one_in_sub_outs_body(tmp_path):
     assert text.replace("  { static volatile int orch_edit_1b = 0; orch_edit_1b = orch_edit_1b + 1; }\n",
                         "") == "// head\n" + ANCHOR + body
     assert EDITED.endswith("BinaryOps.cpp")
+    # the line the debugger's breakpoint goes on: the statement itself, after the anchor
+    assert edited_line(path) == 1 + ANCHOR.count("\n") + 1
+    assert "orch_edit_1b" in text.splitlines()[edited_line(path) - 1]
 
 
 def test_a_tree_without_the_function_is_one_line(tmp_path):
