@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, DoitResult, copy_project, make_store, run_doit, shared_toolchain
 
+from orchestrator.bench.rounds import metric_of
 from orchestrator.errors import UserError
 from orchestrator.lock.files import load_lock, render_lock
 from orchestrator.model.lock import Lock
@@ -200,3 +201,17 @@ def test_the_cnn_check_example_runs_and_compares_two_runs(env: Env, tmp_path: Pa
     first.write_text(json.dumps(numbers))
     off = env.python([script, "--compare", str(first)], gpu=False)
     assert off.returncode == 1 and "grad 0.weight differs" in off.stdout, off.stdout + off.stderr
+
+
+def test_the_ops_bench_example_prints_the_metric_doit_bench_reads(env: Env) -> None:
+    """docs/examples/torch_ops_bench.py (what `doit bench ... metric=us_per_op` runs against the
+    PyTorch twins) on the locked torch wheel: each op's last line is the JSON metric."""
+    script = str(REPO / "docs" / "examples" / "torch_ops_bench.py")
+    for op in ("conv2d", "matmul", "add"):
+        run = env.python([script, op, "--min-time", "0.05"], gpu=False)
+        assert run.returncode == 0, run.stderr
+        value = metric_of(run.stdout, "us_per_op")
+        assert value is not None and value > 0, run.stdout
+        assert json.loads(run.stdout.splitlines()[-1])["op"] == op
+    bad = env.python([script, "conv3d"], gpu=False)
+    assert bad.returncode == 2 and "invalid choice: 'conv3d'" in bad.stderr, bad.stderr
