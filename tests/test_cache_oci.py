@@ -140,7 +140,7 @@ def test_push_gc_push_pull(auth: str, tmp_path: Path, request: pytest.FixtureReq
         assert got_from == url
         _same_files(art, path)
         assert stats.unpack_workers == \
-            (min(pack_processes.worker_count(1), stats.packs_downloaded) if forks else 0)
+            (min(pack_processes.worker_count(1, 3), stats.packs_downloaded) if forks else 0)
         assert stats.packs_downloaded >= 2
     tags = _tags(server, repo, auth == "token")
     for art in (first, second):

@@ -99,7 +99,7 @@ def unpack(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> i
         return 0
     monkeypatch.setattr(pack_processes, "MIN_MEMBERS", 1)  # the fixture trees are small:
     monkeypatch.setattr(pack_upload, "PACK_TARGET", 64 << 10)  # packs enough to share out
-    return pack_processes.worker_count(1)
+    return pack_processes.worker_count(1, 3)
 
 
 def _config(url: str) -> CacheConfig:
@@ -480,7 +480,7 @@ def test_a_stopped_pull_leaves_no_worker_running(sig: signal.Signals, source: Pa
     monkeypatch.setattr(pack_processes, "MIN_MEMBERS", 1)  # as PULLER does
     push_many([source], _config(url), KEY)
     packs = len(_record(url, Store.read_manifest(source).id)["packs"])
-    expected = min(pack_processes.worker_count(1), packs)
+    expected = min(pack_processes.worker_count(1, 3), packs)
     assert expected >= 2
     artifact = Store.read_manifest(source).id
     handler = functools.partial(_Stall, directory=str(nginx.root))

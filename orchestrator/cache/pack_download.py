@@ -223,9 +223,9 @@ def download_contents(backend: Backend, loose: list[tuple[str, int, Path]],
     small files of an artifact arrive over as many connections as its loose blobs do.
 
     Many pack members (pack_processes.MIN_MEMBERS and more): the packs go to a worker
-    process per core, forked before this pull starts a thread; this process keeps the loose
-    blobs."""
-    workers = worker_count(sum(len(want.wanted) for want in packs))
+    process per core (at most `jobs`), forked before this pull starts a thread; this process
+    keeps the loose blobs."""
+    workers = worker_count(sum(len(want.wanted) for want in packs), jobs)
     parts = shares(packs, workers) if workers else []
     total = sum(w[1] for w in loose) + sum(want.size for want in packs)
     if not parts:

@@ -35,12 +35,12 @@ PR_SET_PDEATHSIG = 1
 STATS = ("blobs_downloaded", "bytes_downloaded", "packs_downloaded", "bytes_written")
 
 
-def worker_count(members: int) -> int:
-    """How many worker processes to unpack `members` files with: 0 (stay in this process)
-    for a few, else one per core (at least 2)."""
+def worker_count(members: int, jobs: int) -> int:
+    """How many worker processes unpack `members` files: 0 (stay in this process) for a few,
+    else one per core, no more than the cache's `jobs` (its transfers at a time), at least 2."""
     if members < MIN_MEMBERS or not hasattr(os, "fork"):
         return 0
-    return max(2, os.cpu_count() or 2)
+    return max(2, min(os.cpu_count() or 2, jobs))
 
 
 def shares(packs: list[Any], count: int) -> list[list[Any]]:
