@@ -158,19 +158,28 @@ class Workers:
             child.reader.start()
 
     def _read(self, child: _Child) -> None:
-        for line in child.pipe:
-            kind, _, rest = line.partition(" ")
-            if kind == "p" and self.meter is not None:
-                self.meter.advance(int(rest))
-            elif kind == "r":
-                child.result = json.loads(rest)
-                if "error" in child.result:
-                    self.failed.set()
-        child.pipe.close()
-        with self.reaping:  # EOF: the worker has exited (or is about to): a short wait
-            child.status = os.waitpid(child.pid, 0)[1]
-        if child.result is None:
+        try:
+            for line in child.pipe:
+                kind, _, rest = line.rstrip("\n").partition(" ")
+                if kind == "p" and self.meter is not None:
+                    self.meter.advance(int(rest))
+                elif kind == "r":
+                    result = json.loads(rest)
+                    if not isinstance(result, dict) or not ("error" in result or "stats" in result):
+                        raise ValueError(rest[:80])
+                    child.result = result
+                    if "error" in result:
+                        self.failed.set()
+        except ValueError as e:  # a report this module did not write: the worker is broken
+            child.result = {"error": f"an unpacking worker of this pull sent a broken report ({e})"}
             self.failed.set()
+            os.kill(child.pid, signal.SIGKILL)
+        finally:
+            child.pipe.close()
+            with self.reaping:  # EOF: the worker has exited (or is about to): a short wait
+                child.status = os.waitpid(child.pid, 0)[1]
+            if child.result is None:
+                self.failed.set()
 
     def wait(self, stats: TransferStats) -> None:
         """Every worker's files exist, their counts are in `stats`; else the first failure."""
