@@ -54,7 +54,13 @@ def test_the_steps_are_tasks_listed_explained_run_in_order_and_in_parallel(doit,
     built = doit("build", "variant=release", "format=json")
     assert built.returncode == 0 and json.loads(built.stdout)["origin"] == "present", built.output
     manifest = json.loads((Path(json.loads(built.stdout)["path"]) / "manifest.json").read_text())
-    assert manifest["verify"]["ok"] is True and set(manifest["timings"]) == {"build_s", "verify_s"}
+    timings = manifest["timings"]
+    assert manifest["verify"]["ok"] is True and set(timings) == {
+        "build_s", "verify_s", "build_cpu_s", "build_peak_rss_mb", "tree_runs", "tree_build_s",
+        "tree_cpu_s", "tree_peak_rss_mb"}, timings
+    # what the build's processes used (the compiles ran: CPU), and this tree's one run
+    assert timings["build_cpu_s"] > 0 and timings["build_peak_rss_mb"] > 1, timings
+    assert timings["tree_runs"] == 1 and timings["tree_cpu_s"] == timings["build_cpu_s"], timings
     assert manifest["origin"]["kind"] == "built"
 
 

@@ -21,6 +21,7 @@ from orchestrator.memo.file_reads import untraced
 from orchestrator.memo.plan_memo import planning
 from orchestrator.model.manifest import Manifest
 from orchestrator.plan.derivation import Plan, make_plan
+from orchestrator.realise import build_usage
 from orchestrator.realise.reverify import reverify_if_rules_changed, rules_digest
 from orchestrator.store.artifacts import Store
 from orchestrator.toolchain.materialize import Toolchain, ensure_toolchain, linked_toolchain, toolchain_root
@@ -116,8 +117,9 @@ def build(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain) ->
         with store.staging(plan.name) as stage:
             t0 = time.monotonic()
             try:
-                ctx = run_builder(settings, store, plan, toolchain, build_dir, stage,
-                                  settings.compile_cache)
+                with build_usage.measured(build_dir) as usage:
+                    ctx = run_builder(settings, store, plan, toolchain, build_dir, stage,
+                                      settings.compile_cache)
             except BuildFailed as e:
                 raise keep_failed_build(store, plan, stage, build_dir, e) from None
             t1 = time.monotonic()
@@ -133,7 +135,8 @@ def build(settings: Settings, store: Store, plan: Plan, toolchain: Toolchain) ->
                 raise CheckFailed(f"verify failed for {plan.name}: not committed; the staged "
                                   f"output is kept in {keep} (commit_failed=1 commits anyway)")
             return commit_built(store, plan, stage, ctx.prefix_map(),
-                                {"build_s": round(t1 - t0, 3), "verify_s": round(t2 - t1, 3)}, verify)
+                                {"build_s": round(t1 - t0, 3), "verify_s": round(t2 - t1, 3),
+                                 **usage.timings()}, verify)
 
 
 def commit_built(store: Store, plan: Plan, stage: Path, prefix_map: dict[str, str],

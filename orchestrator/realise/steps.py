@@ -33,6 +33,7 @@ from orchestrator.fs import remove_tree, write_atomic
 from orchestrator.hashing import pretty_json
 from orchestrator.lock.files import load_lock
 from orchestrator.plan.derivation import Plan
+from orchestrator.realise import build_usage
 from orchestrator.realise.pipeline import (
     Realised,
     commit_built,
@@ -155,7 +156,9 @@ def _build_locked(settings: Settings, store: Store, plan: Plan, toolchain: Toolc
     with store.staging(plan.name) as stage:
         t0 = time.monotonic()
         try:
-            ctx = run_builder(settings, store, plan, toolchain, build_dir, stage, settings.compile_cache)
+            with build_usage.measured(build_dir) as usage:
+                ctx = run_builder(settings, store, plan, toolchain, build_dir, stage,
+                                  settings.compile_cache)
         except BuildFailed as e:
             raise keep_failed_build(store, plan, stage, build_dir, e) from None
         final = staged_dir(store, plan)
@@ -163,7 +166,7 @@ def _build_locked(settings: Settings, store: Store, plan: Plan, toolchain: Toolc
         os.rename(stage, final)
         write_atomic(staged_record(store, plan), pretty_json(
             {"id": plan.artifact_id, "prefix_map": ctx.prefix_map(),
-             "timings": {"build_s": round(time.monotonic() - t0, 3)}}))
+             "timings": {"build_s": round(time.monotonic() - t0, 3), **usage.timings()}}))
 
 
 # -- verify -----------------------------------------------------------------------------------
