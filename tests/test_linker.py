@@ -60,3 +60,35 @@ def test_a_recipe_without_a_linker_keeps_its_id() -> None:
     assert "linker" not in plain
     with_mold = BuildSpec(system="cmake", linker="mold", uses=["deb:mold"]).model_dump(mode="json")
     assert with_mold["linker"] == "mold"
+
+
+def _gdb_index_in_use(lib: Path) -> bool:
+    out = subprocess.run(["gdb", "-nx", "-batch", "-ex", f"file {lib}", "-ex",
+                          "maint print objfiles"], capture_output=True, text=True).stdout
+    return ".gdb_index: version" in out
+
+
+def test_mold_writes_the_gdb_index_gdb_reads_with_gnu_pubnames(project, doit) -> None:
+    """docs/debugging.md's recipe for gdb users: with mold, `-ggnu-pubnames` in a debug
+    variant's cflags and `-Wl,--gdb-index` in its LDFLAGS put a .gdb_index in each linked
+    file, which gdb uses instead of indexing the DWARF itself at every first start (or after
+    a pull). Without the pubnames mold writes an index without names, which gdb passes over."""
+    lldb14 = '"-gdwarf-4", "-fno-reorder-blocks-and-partition"'
+    for name, cflags in (("indexed", f'[{lldb14}, "-ggnu-pubnames"]'), ("nonames", f"[{lldb14}]")):
+        _recipe(project, name, f'linker = "mold"\nuses = {MOLD_USES}')
+        toml = project / "recipes" / f"{name}.toml"
+        toml.write_text(toml.read_text() + (
+            f'[variants.relwithdebinfo]\nbuild_type = "RelWithDebInfo"\ncflags = {cflags}\n'
+            '[variants.relwithdebinfo.env]\nLDFLAGS = "-Wl,--gdb-index"\n'))
+    libs = {}
+    for name in ("indexed", "nonames"):
+        res = doit("build", "format=json", f"recipe={name}", "variant=relwithdebinfo")
+        assert res.returncode == 0, res.output[-3000:]
+        libs[name] = Path(json.loads(res.stdout.strip().splitlines()[-1])["path"]) / \
+            "prefix" / "lib" / "libtwice.so"
+    for lib in libs.values():
+        sections = subprocess.run(["readelf", "-S", "-W", str(lib)], capture_output=True,
+                                  text=True, check=True).stdout
+        assert ".gdb_index" in sections, sections
+    assert _gdb_index_in_use(libs["indexed"])
+    assert not _gdb_index_in_use(libs["nonames"])
