@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.errors import UserError
 from orchestrator.realise.build_usage import USAGE_FILE, measured
 
 # ~0.4 s of CPU, and 300 MB resident (touched) for a moment
@@ -45,3 +46,11 @@ def test_a_failed_run_counts_and_a_foreign_file_starts_again(tmp_path: Path) -> 
     assert usage.cpu_s >= 0.35
     sums = json.loads((tmp_path / USAGE_FILE).read_text())
     assert sums["runs"] == 1 and sums["cpu_s"] == pytest.approx(usage.cpu_s)
+
+
+def test_a_run_refused_as_bad_input_leaves_the_tree_as_it_was(tmp_path: Path) -> None:
+    """A refusal (UserError: one line, exit 2) changes nothing, this file included."""
+    with pytest.raises(UserError), measured(tmp_path):
+        burn()
+        raise UserError("recipes/x.toml: the compiler is too old for this tree")
+    assert not (tmp_path / USAGE_FILE).exists()

@@ -12,7 +12,8 @@ waits for, so a mold link's CPU and memory are missing (GNU ld's are counted).
 
 The tree's sums live in `<build tree>/.orch-build-usage.json` ({"runs", "build_s", "cpu_s",
 "peak_rss_mb"}); a run that failed or was interrupted counts too (it compiled what the next
-one reuses). A file of another shape starts the sums again.
+one reuses), one refused as bad input (a UserError: nothing may change) does not. A file of
+another shape starts the sums again.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from orchestrator.errors import UserError
 from orchestrator.fs import write_atomic
 
 USAGE_FILE = ".orch-build-usage.json"
@@ -65,8 +67,12 @@ def measured(build_dir: Path) -> Iterator[BuildUsage]:
     and the tree's sums are written, whether the block succeeded or not."""
     usage = BuildUsage()
     before, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
+    refused = False
     try:
         yield usage
+    except UserError:
+        refused = True  # bad input: one line, exit 2 and nothing changed, this file included
+        raise
     finally:
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         usage.build_s = time.monotonic() - t0
@@ -77,5 +83,5 @@ def measured(build_dir: Path) -> Iterator[BuildUsage]:
                 "cpu_s": sums["cpu_s"] + usage.cpu_s,
                 "peak_rss_mb": max(sums["peak_rss_mb"], usage.peak_rss_mb)}
         usage.tree = sums
-        if build_dir.is_dir():
+        if build_dir.is_dir() and not refused:
             write_atomic(build_dir / USAGE_FILE, json.dumps(sums) + "\n", durable=False)
