@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.bench.stats import REFUSED, SAME, SLOWER, Summary, verdict
+from orchestrator.bench.stats import FASTER, MIN_EFFECT, REFUSED, SAME, SLOWER, Summary, verdict
 from orchestrator.model.bench import BenchReport
 
 KERNEL = ("recipe=benchkernel",)
@@ -65,7 +65,10 @@ def test_the_same_artifact_twice_is_no_difference(doit, cmd, tmp_path) -> None:
                "metric=cpu_seconds", "allow_noisy=1", f"plot={tmp_path / 'p.svg'}", "format=json",
                "--", "benchkernel", "5")
     report = report_of(res)
-    assert report.verdict == SAME and report.ci[0] <= 1.0 <= report.ci[1], report
+    # SAME either way: the interval holds 1, or (one comparison in twenty of the same thing at
+    # 95 %) it excludes 1 and the ratio is within min_effect of 1, what layout alone makes
+    assert report.verdict == SAME and report.min_effect == MIN_EFFECT, report
+    assert report.ci[0] <= 1.0 <= report.ci[1] or abs(report.ratio - 1) < MIN_EFFECT, report
     assert report.differences == [] and report.a.id == report.b.id
 
 
@@ -88,6 +91,16 @@ def test_a_metric_decides_without_a_clock(doit, cmd, tmp_path) -> None:
                f"plot={tmp_path / 'p.svg'}", "format=json", "--", "sh", "-c", alternating)
     report = report_of(res)
     assert report.verdict == REFUSED and "unsteady" in report.why, report
+    # B 1% above A every time: the interval (1.01, 1.01) excludes 1, but 1% is under the
+    # default min_effect (2%): no difference; min_effect=0 lets the interval alone decide
+    small = 'case "$ORCH_PROFILE" in *-twice) v=1.01;; *) v=1;; esac; echo "{\\"ms\\": $v}"'
+    for floor, word in (((), SAME), (("min_effect=0",), SLOWER), (("min_effect=0.5%",), SLOWER)):
+        res = cmd("bench", *KERNEL, "variants=release,twice", "rounds=3", "metric=ms", *floor,
+                  "allow_noisy=1", f"plot={tmp_path / 'p.svg'}", "format=json", "--",
+                  "sh", "-c", small)
+        report = report_of(res)
+        assert report.ci == (1.01, 1.01) and report.verdict == word, (floor, report)
+        assert ("within 2% of 1" in report.why) == (word == SAME), report.why
 
 
 def test_machine_noise_refuses_a_verdict() -> None:
@@ -97,6 +110,22 @@ def test_machine_noise_refuses_a_verdict() -> None:
     noisy = verdict(steady, slower, (1.9, 2.1), ["cpu pressure 40.0%"])
     assert noisy.word == REFUSED and "cpu pressure" in noisy.why
     assert verdict(steady, slower, (1.9, 2.1), ["cpu pressure 40.0%"], allowed=True).word == SLOWER
+
+
+def test_a_difference_under_min_effect_is_no_difference() -> None:
+    """The verdict's floor: an interval excluding 1 calls a difference only when the ratio is
+    at least min_effect away from 1, both ways and for either sense of better."""
+    a = Summary(1.0, 0.999, 1.001, 16)
+    near, far = Summary(1.005, 1.004, 1.006, 16), Summary(1.03, 1.029, 1.031, 16)
+    tiny = verdict(a, near, (1.002, 1.008), [])
+    assert tiny.word == SAME and "within 2% of 1" in tiny.why, tiny
+    assert verdict(a, near, (1.002, 1.008), [], min_effect=0).word == SLOWER
+    assert verdict(a, near, (1.002, 1.008), [], min_effect=0.004).word == SLOWER
+    assert verdict(a, far, (1.02, 1.04), []).word == SLOWER
+    assert verdict(far, a, (0.96, 0.98), []).word == FASTER
+    assert verdict(near, a, (0.992, 0.998), []).word == SAME
+    assert verdict(a, far, (1.02, 1.04), [], lower_is_better=False).word == FASTER
+    assert verdict(a, near, (1.002, 1.008), [], lower_is_better=False).word == SAME
 
 
 def linked_demo_libs(output: str) -> set[str]:
@@ -148,6 +177,8 @@ def test_env_sh_never_mixes_two_artifacts(doit, cmd, project) -> None:
     (("recipe=benchkernel", "ids=abcdef0123,fedcba0123", "targets=c10"), "targets= and source="),
     (("recipe=benchkernel", "variants=release,twice", "rounds=1"), "rounds="),
     (("recipe=benchkernel", "variants=release,twice", "measure=cpu", "metric=x"), "metric="),
+    (("recipe=benchkernel", "variants=release,twice", "min_effect=abc"), "min_effect="),
+    (("recipe=benchkernel", "variants=release,twice", "min_effect=80"), "from 0 to 50"),
 ])
 def test_bad_input_is_one_line_exit_2(cmd, args, words) -> None:
     res = cmd("bench", *args, "--", "true")

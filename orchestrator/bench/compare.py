@@ -12,7 +12,7 @@ from orchestrator.bench.loaded import store_libraries
 from orchestrator.bench.noise import read_load
 from orchestrator.bench.rounds import Measure, Run, bench_cpu, measure_sides, pinned
 from orchestrator.bench.sides import Side
-from orchestrator.bench.stats import CONFIDENCE, ratio_ci, summarize, unsteady, verdict
+from orchestrator.bench.stats import CONFIDENCE, MIN_EFFECT, ratio_ci, summarize, unsteady, verdict
 from orchestrator.model.bench import BenchReport, BenchSide, Difference, LoadReading, Noise
 from orchestrator.realise.explain import derivation_diff
 
@@ -25,7 +25,7 @@ def side_result(side: Side, samples: list[float], libraries: list[str]) -> Bench
 
 
 def compare(sides: list[Side], command: list[str], measure: Measure, rounds: int, warmup: int,
-            better: str, allow_noisy: bool) -> BenchReport:
+            better: str, allow_noisy: bool, min_effect: float = MIN_EFFECT) -> BenchReport:
     runs = [Run(s.label, artifact_env(s, dict(os.environ))) for s in sides]
     cpu = bench_cpu()
     with pinned(cpu):  # the first warm-up run of each side, traced
@@ -37,14 +37,15 @@ def compare(sides: list[Side], command: list[str], measure: Measure, rounds: int
     a, b = (summarize(r.samples) for r in runs)
     ratio = b.median / a.median if a.median > 0 else float("inf")
     ci = ratio_ci(runs[0].samples, runs[1].samples)
-    judged = verdict(a, b, ci, reasons, allow_noisy, lower_is_better=better == "lower")
+    judged = verdict(a, b, ci, reasons, allow_noisy, lower_is_better=better == "lower",
+                     min_effect=min_effect)
     reasons += unsteady(a, b)
     return BenchReport(
         command=command, measure=measure.kind, metric=measure.metric, unit=measure.unit,
         better=better, cpu=cpu, rounds=rounds, warmup=warmup, order=order,
         a=side_result(sides[0], runs[0].samples, libraries[0]),
         b=side_result(sides[1], runs[1].samples, libraries[1]),
-        ratio=ratio, ci=ci, confidence=CONFIDENCE, verdict=judged.word, why=judged.why,
+        ratio=ratio, ci=ci, confidence=CONFIDENCE, min_effect=min_effect, verdict=judged.word, why=judged.why,
         noise=Noise(before=LoadReading(**asdict(before)), after=LoadReading(**asdict(after)),
                     reasons=reasons, allowed=allow_noisy),
         differences=[Difference(**asdict(c)) for c in

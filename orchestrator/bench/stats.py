@@ -1,7 +1,8 @@
 """The numbers of a comparison: per side the median, quartiles and n; per pair the ratio of
 medians (B over A) with a percentile-bootstrap confidence interval; and the verdict, which
-calls a difference only when the interval excludes 1, the runs themselves are steady and the
-machine was quiet. Pure functions of the samples (the bootstrap's generator is seeded)."""
+calls a difference only when the interval excludes 1, the ratio is at least the smallest
+effect worth a word, the runs themselves are steady and the machine was quiet. Pure
+functions of the samples (the bootstrap's generator is seeded)."""
 from __future__ import annotations
 
 import random
@@ -12,6 +13,11 @@ BOOTSTRAP_RESAMPLES = 2000
 CONFIDENCE = 0.95
 # A side whose IQR is more than this share of its median is too unsteady for a verdict.
 MAX_RELATIVE_IQR = 0.25
+# A ratio nearer 1 than this is no difference, whatever its interval: code layout, link order
+# and the environment's size alone move timings by a few percent (Mytkowicz et al., "Producing
+# wrong data without doing anything obviously wrong!"), and a 95% interval misses 1 in one
+# comparison of twenty of the same artifact. min_effect= sets it (0: the interval alone).
+MIN_EFFECT = 0.02
 
 FASTER = "faster"
 SLOWER = "slower"
@@ -72,7 +78,8 @@ def unsteady(a: Summary, b: Summary) -> list[str]:
 
 
 def verdict(a: Summary, b: Summary, ci: tuple[float, float], noise: list[str],
-            allowed: bool = False, lower_is_better: bool = True) -> Verdict:
+            allowed: bool = False, lower_is_better: bool = True,
+            min_effect: float = MIN_EFFECT) -> Verdict:
     """B against A. `noise`: why the machine was too busy; with the runs' own unsteadiness
     they refuse a verdict unless `allowed` (then the verdict stands on the interval alone)."""
     reasons = [*noise, *unsteady(a, b)]
@@ -81,6 +88,11 @@ def verdict(a: Summary, b: Summary, ci: tuple[float, float], noise: list[str],
     lo, hi = ci
     if lo <= 1.0 <= hi:
         return Verdict(SAME, f"the {CONFIDENCE:.0%} interval of the ratio holds 1")
+    ratio = b.median / a.median if a.median > 0 else float("inf")
+    if abs(ratio - 1.0) < min_effect:
+        return Verdict(SAME, f"the ratio is within {min_effect:.0%} of 1 (min_effect; the "
+                       f"{CONFIDENCE:.0%} interval excludes 1, but a difference this small is "
+                       "what layout and environment alone make)")
     b_larger = lo > 1.0
     word = SLOWER if b_larger == lower_is_better else FASTER
     return Verdict(word, f"the {CONFIDENCE:.0%} interval of the ratio excludes 1")

@@ -12,7 +12,7 @@ from orchestrator.bench.environment import artifact_env
 from orchestrator.bench.noise import read_load
 from orchestrator.bench.rounds import Measure, Run, bench_cpu, measure_one
 from orchestrator.bench.sides import Side
-from orchestrator.bench.stats import SLOWER, ratio_ci, summarize, verdict
+from orchestrator.bench.stats import MIN_EFFECT, SLOWER, ratio_ci, summarize, verdict
 from orchestrator.model.nightly import MatrixEntry
 
 
@@ -27,7 +27,7 @@ def sample_cell(side: Side, entry: MatrixEntry) -> dict[str, Any]:
     return {"command": list(entry.bench), "measure": measure.kind, "metric": measure.metric,
             "unit": measure.unit, "samples": samples, "median": s.median, "iqr": s.iqr, "n": s.n,
             "noise": [*before.reasons(), *after.reasons()],
-            "allow_noisy": entry.bench_allow_noisy}
+            "allow_noisy": entry.bench_allow_noisy, "min_effect": entry.bench_min_effect / 100}
 
 
 def previous_bench(history: list[dict[str, Any]], run: str, cell: dict[str, Any]) -> dict[str, Any] | None:
@@ -62,7 +62,8 @@ def add_perf(history: list[dict[str, Any]], run: str, results: list[dict[str, An
         old, new = prev["bench"]["samples"], c["bench"]["samples"]
         ci = ratio_ci(old, new)
         judged = verdict(summarize(old), summarize(new), ci, c["bench"]["noise"],
-                         c["bench"].get("allow_noisy", False))
+                         c["bench"].get("allow_noisy", False),
+                         min_effect=c["bench"].get("min_effect", MIN_EFFECT))
         ratio = summarize(new).median / summarize(old).median
         c["perf"] = {"against": prev["run"], "ratio": ratio, "ci": list(ci),
                      "verdict": judged.word, "why": judged.why, "regression": judged.word == SLOWER,

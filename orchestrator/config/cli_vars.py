@@ -72,6 +72,8 @@ VARS: dict[str, Var] = _vars(
     ("metric", "key", "", "bench: read this number from the last JSON line the command prints"),
     ("better", "lower|higher", "lower", "bench: which way the measure improves"),
     ("allow_noisy", "bool", "0", "bench: give a verdict although the machine is busy"),
+    ("min_effect", "percent", "2", "bench: a ratio within this many % of 1 is no difference "
+     "(0: the interval alone decides)"),
     ("plot", "path", ".orch/bench/<a>-vs-<b>.svg", "bench: where the SVG plot goes"),
 )
 
@@ -137,7 +139,7 @@ VERBS: dict[str, Verb] = {
     "bench": Verb("Compare two artifacts' timings: doit bench variants=a,b (or ids=A,B) -- CMD "
                   "(each in its own environment, interleaved, one CPU).",
                   ("recipe", "variants", "source", "targets", "ids", "rounds", "warmup", "measure",
-                   "metric", "better", "allow_noisy", "plot", "jobs", "substitute", "compile_cache",
+                   "metric", "better", "allow_noisy", "min_effect", "plot", "jobs", "substitute", "compile_cache",
                    *_WHERE, "workspace", "format"), positional=True, command=True),
     "run": Verb("Run one command in one artifact's environment, without switching: doit run "
                 "variant=X -- CMD (or id=).",

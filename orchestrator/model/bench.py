@@ -65,6 +65,7 @@ class BenchReport(_Strict):
     ratio: float  # median(b) / median(a)
     ci: tuple[float, float]  # its bootstrap interval
     confidence: float
+    min_effect: float = 0.02  # a ratio within this fraction of 1 is no difference (min_effect=)
     verdict: Literal["faster", "slower", "no difference within noise", "no verdict"]  # b vs a
     why: str
     noise: Noise

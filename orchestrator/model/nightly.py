@@ -41,6 +41,9 @@ class MatrixEntry(BaseModel):
     bench_rounds: int = Field(default=7, ge=2, le=1000)
     # Flag on the interval alone although the machine was busy (a shared CI runner always is).
     bench_allow_noisy: bool = False
+    # A night within this many percent of the previous one is no regression (doit bench's
+    # min_effect=; 0: the interval alone decides).
+    bench_min_effect: float = Field(default=2.0, ge=0, le=50)
 
     @field_validator("targets")
     @classmethod

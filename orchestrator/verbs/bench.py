@@ -11,6 +11,7 @@ from orchestrator.bench.compare import compare
 from orchestrator.bench.render import summary_lines, table, write_plot
 from orchestrator.bench.rounds import Measure
 from orchestrator.bench.sides import bench_sides
+from orchestrator.bench.stats import MIN_EFFECT
 from orchestrator.config.command_line import command_after_dashes
 from orchestrator.config.settings import Settings
 from orchestrator.console import console
@@ -28,6 +29,19 @@ def count_var(settings: Settings, name: str, default: int, least: int) -> int:
         raise UserError(f"bench: {name}={raw!r} is not a count from {least} to 10000; "
                         f"e.g. {name}={default}")
     return int(raw)
+
+
+def min_effect_of(settings: Settings) -> float:
+    """min_effect=P (percent, 0 to 50) as a fraction."""
+    raw = settings.vars.get("min_effect", str(MIN_EFFECT * 100)).strip().removesuffix("%")
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 50:
+        raise UserError(f"bench: min_effect={settings.vars.get('min_effect')!r} is not a percentage "
+                        "from 0 to 50; e.g. min_effect=2 (a ratio within 2% of 1 is no difference)")
+    return value / 100
 
 
 def measure_of(settings: Settings) -> Measure:
@@ -66,9 +80,10 @@ def cmd_bench(settings: Settings, words: list[str]) -> None:
     if better not in ("lower", "higher"):
         raise UserError(f"bench: better={better!r}: use better=lower (times) or better=higher")
     allow_noisy = settings.flag("allow_noisy")
+    min_effect = min_effect_of(settings)
     store = Store(settings.store_root)
     sides = bench_sides(settings, store)
-    report = compare(sides, command, measure, rounds, warmup, better, allow_noisy)
+    report = compare(sides, command, measure, rounds, warmup, better, allow_noisy, min_effect)
     path = plot_path(settings, sides[0].label, sides[1].label)
     write_plot(report, path)
     report = report.model_copy(update={"plot": str(path)})
