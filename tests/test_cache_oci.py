@@ -31,7 +31,7 @@ from orchestrator.cache.cache_toml import CacheConfig, Credentials  # noqa: E402
 from orchestrator.cache.errors import CacheError  # noqa: E402
 from orchestrator.cache.oci_manifest import KEY_ANNOTATION, MANIFEST_LIMIT, tag_part  # noqa: E402
 from orchestrator.cache.pack_upload import PACK_FILE_MAX  # noqa: E402
-from orchestrator.cache.pull import pull  # noqa: E402
+from orchestrator.cache.pull import fetch_record, pull, pull_record  # noqa: E402
 from orchestrator.cache.push import push_many  # noqa: E402
 from orchestrator.cache.signing import SecretKey  # noqa: E402
 from orchestrator.cache.transfer import TransferStats  # noqa: E402
@@ -168,6 +168,45 @@ def test_big_blob_is_uploaded_in_chunks(registry: RegistryServer, tmp_path: Path
     assert methods.count("PATCH") >= 4, methods  # 5 MiB of random bytes in 1 MiB chunks
     path, _ = pull(Store(tmp_path / "B"), Store.read_manifest(art).id, _config(url))
     _same_files(art, path)
+
+
+def test_mid_sized_files_cost_the_registry_few_blob_requests(registry: RegistryServer,  # noqa: F811
+                                                            tmp_path: Path) -> None:
+    """A registry spends CPU per blob it serves, so files up to 1 MiB go in packs of ~4 MiB:
+    forty files of 300-1000 KiB (a torch/ tree has ~130 such) and a hundred small ones take a
+    handful of blob GETs, not one each (with 256 KiB the limit, it was over forty)."""
+    rng = random.Random(11)
+    derivation = {"schema": 1, "oci": "mid"}
+    store = Store(tmp_path / "A").ensure()
+    with store.staging("mid") as stage:
+        for i in range(40):
+            p = stage / "prefix" / "lib" / f"part{i}.bin"
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(rng.randbytes(rng.randrange(300 << 10, 1000 << 10)))
+        for i in range(100):
+            p = stage / "prefix" / "py" / f"m{i}.py"
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(f"# {i}\n" + "y = 2\n" * i)
+        manifest = Manifest(id=digest_of(derivation)[:40], recipe="demo", variant="release",
+                            derivation=derivation, files=Manifest.scan_files(stage))
+        art = store.commit(stage, manifest)
+    url = registry.url("team/mid")
+    push_many([art], _config(url), KEY)
+    blob_gets: list[str] = []
+    backend = open_backend(url, _config(url))
+    backend.client.session.hooks["response"].append(  # type: ignore[attr-defined]
+        lambda r, *a, **k: blob_gets.append(r.url) if "/blobs/" in r.url else None)
+    stats = TransferStats()
+    try:
+        record = fetch_record(backend, manifest.id, _config(url).trusted())
+        assert record is not None
+        path = pull_record(record, Store(tmp_path / "B"), backend, 3, stats)
+    finally:
+        backend.close()
+    _same_files(art, path)
+    assert stats.blobs_downloaded == 140 and stats.unpack_workers == 0, stats
+    # ~28 MiB of contents in packs averaging 4 MiB (none over 8 MiB), plus the record's config
+    assert 4 <= len(blob_gets) <= 12, blob_gets
 
 
 def test_changed_file_aborts_the_upload(registry: RegistryServer,  # noqa: F811
