@@ -32,12 +32,8 @@ GUARD = ('read -r word; [ "$word" = done ] && exit 0; kill -TERM "$1" 2>/dev/nul
 # server) is not waited for. Exits as argv did, by its signal too.
 LINGER_S = 30
 LEADER = r"""
-import os, signal, sys, time
-try:  # without it the step runs as before, only what it waits for counted
-    import ctypes
-    ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-except (ImportError, OSError, AttributeError):
-    pass
+import ctypes, os, signal, sys, time
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 child = 0
 stopping = []
 def forward(sig, frame):
