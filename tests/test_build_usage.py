@@ -54,30 +54,3 @@ def test_a_run_refused_as_bad_input_leaves_the_tree_as_it_was(tmp_path: Path) ->
         burn()
         raise UserError("recipes/x.toml: the compiler is too old for this tree")
     assert not (tmp_path / USAGE_FILE).exists()
-
-
-# The command returns at once; a child it forked does the work and ends later, as mold's
-# linker does (it links in a forked child that outlives the process gcc waits for).
-FORKS = ("import os, sys\nif os.fork() == 0:\n    exec(sys.argv[1])\n    os._exit(0)\n"
-         "print('linked', flush=True)")
-
-
-def test_a_step_s_forked_child_is_counted_and_a_daemon_does_not_hold_it(tmp_path: Path) -> None:
-    """Through the real step runner (builders.process.run_logged): the step's leader is a
-    subreaper that waits for what the command left behind in its session, so the forked
-    child's CPU and memory are the run's; a daemon (its own session) is not waited for."""
-    from orchestrator.builders.process import run_logged
-    env = {"PATH": "/usr/bin:/bin"}
-    log = tmp_path / "build.log"
-    with measured(tmp_path) as usage:
-        run_logged([sys.executable, "-c", FORKS, WORK], env=env, log=log, title="link")
-    assert usage.cpu_s >= 0.35 and usage.peak_rss_mb >= 300, usage
-    assert "linked" in log.read_text()
-    pid_file = tmp_path / "daemon.pid"
-    daemon = f"setsid sh -c 'echo $$ > {pid_file}; exec sleep 60' >/dev/null 2>&1 & sleep 0.2"
-    run_logged(["sh", "-c", daemon], env=env, log=log, title="daemon")
-    pid = int(pid_file.read_text())
-    try:
-        assert Path(f"/proc/{pid}").exists()  # still running: the step did not wait for it
-    finally:
-        subprocess.run(["kill", str(pid)], check=False)

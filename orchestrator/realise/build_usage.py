@@ -6,10 +6,9 @@ little).
 
 The peak is the kernel's RUSAGE_CHILDREN maximum: the largest process this command has
 waited for so far, so a command that ran something bigger before its build (it never does:
-configure and the toolchain's set-up are small) would show that one. A process that outlives
-its parent is counted too: each step's leader (process_group.LEADER) is a subreaper that
-waits for what its command left behind in its session (mold links in a forked child that
-outlives the process gcc waits for); a daemon, in a session of its own, is not.
+configure and the toolchain's set-up are small) would show that one. A process nobody waits
+for is not counted: mold by default links in a forked child that outlives the process gcc
+waits for, so a mold link's CPU and memory are missing (GNU ld's are counted).
 
 The tree's sums live in `<build tree>/.orch-build-usage.json` ({"runs", "build_s", "cpu_s",
 "peak_rss_mb"}); a run that failed or was interrupted counts too (it compiled what the next
