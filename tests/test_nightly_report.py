@@ -228,3 +228,31 @@ def test_three_nights_states_links_and_html_in_chromium(project, store, tmp_path
     assert any("no_such_function is not defined" in e for e in errors), errors
     assert probe["scrollWidth"] > probe["clientWidth"] and probe["wide"], probe
 
+
+
+def test_plots_say_when_no_night_built_and_fit_the_bench_axis_to_its_medians() -> None:
+    """Two nights that substituted a whole-tree artifact: the build-time plot is one sentence,
+    not an empty frame, and the bench plot's y axis spans its medians (1.867 and 1.871 ms would
+    sit on the top edge of an axis from 0); wall time keeps its 0-based axis."""
+    from orchestrator.bot.report_html import _plots
+
+    history = [{"run": f"n{i}", "started": f"2026-12-0{i}T01:00:00+00:00",
+                "cells": [{"cell": "pytorch2/release", "seconds": 30.0 - i, "size": 400 * 2**20,
+                           "original_build_seconds": 514.9, "bench": {"median": m}}]}
+               for i, m in ((1, 1.867), (2, 1.871))]
+    html = _plots(history)
+
+    def plot(pid: str) -> str:
+        return re.search(rf"id='{pid}'>(.*?)</div>", html, re.S)[1]
+
+    def ticks(svg: str) -> list[float]:
+        return [float(t) for t in re.findall(r"<text[^>]*>([0-9.]+)</text>", svg)]
+
+    built = plot("plot-build-time")
+    assert "<svg" not in built and "no night in this history built an artifact" in built
+    assert min(ticks(plot("plot-cell-time"))) == 0
+    bench = ticks(plot("plot-bench"))
+    assert 1.8 < min(bench) <= 1.867 and 1.871 <= max(bench) < 1.9, bench
+    # A history in which a night built keeps its build-time line.
+    history[1]["cells"][0]["build_seconds"] = 512.0
+    assert "<svg" in re.search(r"id='plot-build-time'>(.*?)</div>", _plots(history), re.S)[1]

@@ -57,8 +57,15 @@ def _date_label(h: dict[str, Any]) -> str:
     return t.strftime("%m-%d %H:%M") if t else h["run"][-11:]
 
 
-def _svg_plot(title: str, ylabel: str, labels: list[str], series: dict[str, list[float | None]]) -> str:
-    """One line per cell over the runs, as inline SVG (no XML prolog); the legend outside."""
+def _svg_plot(title: str, ylabel: str, labels: list[str], series: dict[str, list[float | None]],
+              *, zero_based: bool = True, empty: str = "") -> str:
+    """One line per cell over the runs, as inline SVG (no XML prolog); the legend outside.
+
+    `zero_based=False` fits the y axis to the data (a bench median moves by a few percent, which
+    a 0-based axis flattens onto its top edge). With no point at all the plot is the sentence
+    `empty` instead of an empty frame."""
+    if empty and not any(y is not None for ys in series.values() for y in ys):
+        return f"<p class='empty-plot'><b>{escape(title)}</b>: {escape(empty)}</p>"
     import matplotlib
     from matplotlib.figure import Figure
 
@@ -73,14 +80,21 @@ def _svg_plot(title: str, ylabel: str, labels: list[str], series: dict[str, list
         ax.set_title(title)
         ax.set_ylabel(ylabel)
         ax.set_xticks(xs, labels, rotation=30, ha="right", fontsize=7)
-        ax.set_ylim(bottom=0)
-        ax.margins(x=0.08)
+        if zero_based:
+            ax.set_ylim(bottom=0)
+            ax.margins(x=0.08)
+        else:
+            ax.margins(x=0.08, y=0.25)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight")
     text = buf.getvalue()
     return text[text.index("<svg"):]
+
+
+NO_BUILD = ("no night in this history built an artifact: each cell's was present or pulled from the "
+            "cache (its original build time is in the cells table)")
 
 
 def _plots(history: list[dict[str, Any]]) -> str:
@@ -95,7 +109,7 @@ def _plots(history: list[dict[str, Any]]) -> str:
             f"<div class='plot' id='plot-cell-time'>"
             f"{_svg_plot('Cell wall time per night', 'seconds', labels, wall)}</div>"
             f"<div class='plot' id='plot-build-time'>"
-            f"{_svg_plot('Build time (nights that built)', 'seconds', labels, built)}</div>"
+            f"{_svg_plot('Build time (nights that built)', 'seconds', labels, built, empty=NO_BUILD)}</div>"
             f"<div class='plot' id='plot-size'>{_svg_plot('Artifact size per cell', 'MiB', labels, size)}</div>"
             + _bench_plot(labels, names, by_run) + "</div>")
 
@@ -108,7 +122,7 @@ def _bench_plot(labels: list[str], names: list[str], by_run: list[dict[str, Any]
     if not medians:
         return ""
     return (f"<div class='plot' id='plot-bench'>"
-            f"{_svg_plot('Bench median per cell', 'seconds or metric', labels, medians)}</div>")
+            f"{_svg_plot('Bench median per cell', 'seconds or metric', labels, medians, zero_based=False)}</div>")
 
 
 def _state_text(c: dict[str, Any]) -> tuple[str, str]:
