@@ -11,6 +11,7 @@ import difflib
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -94,6 +95,9 @@ version = "0.1.0"
 python_extension = false
 [variants.release]
 build_type = "Release"
+[variants.relwithdebinfo]
+build_type = "RelWithDebInfo"
+cflags = ["-gdwarf-4", "-fno-reorder-blocks-and-partition"]
 """)
     checkout = root / "checkout"
     shutil.copytree(MINI, checkout, ignore=shutil.ignore_patterns("__pycache__"))
@@ -166,6 +170,45 @@ def test_checkout_version_and_patched_copy(two):
     assert json.loads((again_art / "manifest.json").read_text())["derivation"]["source"][
         "diff_sha256"] != ident["diff_sha256"]
     subprocess.run(["git", "-C", str(co), "checkout", "-q", "--", "."], check=True)
+
+
+def test_the_debugger_maps_the_checkout_not_its_patched_copy(two):
+    """Built from a checkout through its patched copy in the store, the workspace's debuggers
+    map the debug info's source paths to the checkout first: the file open in the editor,
+    where a click in the gutter sets the breakpoint (the pinned lldb-14 resolves it), and the
+    file lldb shows at a stop."""
+    co = two["checkout"]
+    ws = two["root"] / "ws-checkout"
+    ws.mkdir(exist_ok=True)
+    for args in (("switch", "variant=relwithdebinfo", "substitute=0"), ("vscode",)):
+        res = run_doit(two["project"], *args, "recipe=mini2", f"source={co}", f"workspace={ws}",
+                       f"store={two['store']}", env=two["env"])
+        assert res.returncode == 0, res.output[-3000:]
+    [copy] = [d for d in (two["store"] / "sources").iterdir() if d.name.endswith("-mini2")]
+    launch = json.loads((ws / ".vscode/launch.json").read_text())
+    [lldb_cfg] = [c for c in launch["configurations"] if c["name"] == "orch: Python + C++ (lldb-14)"]
+    assert lldb_cfg["sourceMap"][:2] == [["/orch/src/mini2", str(co)], ["/orch/src/mini2", str(copy)]]
+    [gdb_cfg] = [c for c in launch["configurations"] if c["name"] == "orch: Python + C++ (gdb)"]
+    assert gdb_cfg["sourceFileMap"]["/orch/src/mini2"] == str(co)
+    [lib] = (ws / ".orch/profile").glob("**/libc10.so")
+    line = 4
+    assert "build_type()" in (co / "c10/build_info.cpp").read_text().splitlines()[line - 1]
+    # A comment only the checkout has (as an unsaved-to-the-store edit would): lldb lists it.
+    src = co / "c10/build_info.cpp"
+    lines = src.read_text().splitlines(keepends=True)
+    lines[line - 1] = lines[line - 1].rstrip("\n") + "  // the checkout's line\n"
+    src.write_text("".join(lines))
+    try:
+        out = subprocess.run(
+            [str(ws / ".orch/bin/lldb"), "-b", "-S", str(ws / ".lldbinit"), "-o", f"target create {lib}",
+             "-o", f"breakpoint set -f {src} -l {line}", "-o", "source list -n c10::build_type -c 1"],
+            capture_output=True, text=True, timeout=120)
+    finally:
+        subprocess.run(["git", "-C", str(co), "checkout", "-q", "--", "."], check=True)
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text
+    assert re.search(r"Breakpoint 1: where = libc10\.so`c10::build_type\(\).* at build_info\.cpp:4", text), text
+    assert re.search(r"^\s+4\s+const char\* build_type\(\).*// the checkout's line$", text, re.M), text
 
 
 def test_recipe_without_patch_checkouts_builds_the_checkout_as_is(two):

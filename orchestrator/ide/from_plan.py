@@ -70,6 +70,7 @@ def spec_for(settings: Settings, plan: Plan | None = None,
         doit=[sys.executable, "-m", "doit", "-f", str(settings.repo_root / "dodo.py")],
         gdb=Path(g) if (g := shutil.which("gdb")) else None,
         source_logical=source_logical, select_vars=select_vars,
+        checkout_dir=Path(c) if (c := plan.source.extra.get("checkout_dir")) else None,
         cuda_gdb=cuda_gdb, cuda_version=cuda.version if cuda else None)
     return spec, active
 

@@ -44,6 +44,10 @@ class IdeSpec:
     # What selects the active artifact besides recipe/variant (targets=, source=): the
     # preLaunchTask rebuilds exactly that artifact.
     select_vars: list[str] = field(default_factory=list)
+    # The developer's checkout when source_dir is its patched copy in the store (`source=PATH`
+    # with `patch_checkouts`): the file open in the editor, where a gutter click sets a
+    # breakpoint, so the debuggers map the debug info's paths to it first.
+    checkout_dir: Path | None = None
 
     # -- paths as VS Code (${workspaceFolder}) and as the shell (absolute) see them ---------
     def ws(self, rel: str, absolute: bool) -> str:
@@ -83,9 +87,12 @@ class IdeSpec:
         (and stops reading the file), so the build root is mapped only when the active
         artifact keeps generated sources (meta/build)."""
         pairs = []
-        if self.source_logical and self.source_logical != f"{LOGICAL_SRC_ROOT}/{self.recipe}":
+        logical = f"{LOGICAL_SRC_ROOT}/{self.recipe}"
+        if self.checkout_dir is not None and self.checkout_dir != self.source_dir:
+            pairs.append((logical, str(self.checkout_dir)))
+        if self.source_logical and self.source_logical != logical:
             pairs.append((self.source_logical, self.source(absolute)))
-        pairs.append((f"{LOGICAL_SRC_ROOT}/{self.recipe}", self.source(absolute)))
+        pairs.append((logical, self.source(absolute)))
         # Generated sources the artifact keeps at their logical path (lldb tries each
         # matching map in order and takes the first file that exists).
         if (self.workspace / f".orch/profile/meta/src/{self.recipe}").is_dir():
