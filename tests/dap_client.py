@@ -213,6 +213,7 @@ class Stop:
     variables: dict[str, str]
     output: str
     seconds: float                  # from starting the adapter to the 'stopped' event
+    locals_seconds: float = 0.0     # ... to the answer of frame 0's variables (the Locals pane)
 
 
 def stop_in_function(config: Mapping[str, Any], function: str, timeout: float = 90.0,
@@ -264,7 +265,8 @@ def debug_until_stop(adapter: Sequence[str], config: Mapping[str, Any],
         if scopes and scopes[0]["variablesReference"]:
             body = c.request("variables", {"variablesReference": scopes[0]["variablesReference"]})
             variables = {v["name"]: v["value"] for v in body["body"]["variables"]}
-        return Stop(ev["body"].get("reason", ""), frames, variables, c.output(), seconds)
+        return Stop(ev["body"].get("reason", ""), frames, variables, c.output(), seconds,
+                    time.monotonic() - t0)
 
 
 def run_to_exit(config: Mapping[str, Any], timeout: float = 90.0) -> tuple[int, str]:
