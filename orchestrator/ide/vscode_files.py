@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.ide.debugger_init import (
+    EXACT_LINES,
     GDB_SCRIPT,
     LLDB_SCRIPT,
     PRELOAD_OFF,
@@ -40,7 +41,7 @@ def launch_configurations(spec: IdeSpec) -> list[dict[str, Any]]:
     adapter = spec.ws(".orch/bin/lldb-vscode", absolute=False)
     program, args, task = spec.python(absolute=False), ["${file}"], f"{OURS}build"
     # py-bt and the PyTorch type summaries in the Debug Console (what .lldbinit loads)
-    lldb_init = [PRELOAD_OFF,
+    lldb_init = [PRELOAD_OFF, EXACT_LINES,
                  f"command script import {spec.ws(f'{SCRIPTS_DIR}/{LLDB_SCRIPT}', absolute=False)}"]
 
     def lldb_launch(name: str, extra_env: Mapping[str, str]) -> dict[str, Any]:
