@@ -175,6 +175,9 @@ def debugger_config(ws: Path, script: Path, pythonpath: str | None = None) -> di
     return config
 
 
+LOCALS = "debugger: stop → Locals pane (not in edit → stop)"
+
+
 def edited_line(path: Path) -> int:
     """The line of our statement in the edited file."""
     for n, text in enumerate(path.read_text().splitlines(keepends=True), 1):
@@ -184,8 +187,10 @@ def edited_line(path: Path) -> int:
 
 
 def stop(ws: Path, script: Path, how: str, checkout_file: Path, line: int,
-         pythonpath: str | None = None) -> float:
-    """Seconds from the adapter's start to the stop in FUNCTION, which must be in EDITED:
+         pythonpath: str | None = None) -> tuple[float, float]:
+    """Seconds from the adapter's start to the stop in FUNCTION, which must be in EDITED, and
+    from the stop to frame 0's variables (the Locals pane: the tensor summaries need the
+    complete c10::TensorImpl, which lldb finds through an index of libtorch_cpu.so's DWARF):
     `how` = "line", a breakpoint on the edited line of the checkout's file (a click in the
     gutter; the source map takes it to the build's path), or "name", a function breakpoint."""
     config = debugger_config(ws, script, pythonpath)
@@ -198,7 +203,7 @@ def stop(ws: Path, script: Path, how: str, checkout_file: Path, line: int,
     where = top.get("source", {}).get("path", "")
     if "structured_sub_out" not in top.get("name", "") or not where.endswith("BinaryOps.cpp"):
         raise SystemExit(f"stopped somewhere else: {top}")
-    return s.seconds
+    return s.seconds, s.locals_seconds - s.seconds
 
 
 class Loop:
@@ -235,9 +240,9 @@ class Loop:
             t0 = time.perf_counter()
             self.switch()
             row["doit switch (the preLaunchTask's activation)"] = time.perf_counter() - t0
-            row["debugger: launch → stop"] = stop(self.ws, self.script, self.args.stop,
-                                                  self.tree / EDITED,
-                                                  edited_line(self.tree / EDITED))
+            row["debugger: launch → stop"], row[LOCALS] = stop(
+                self.ws, self.script, self.args.stop, self.tree / EDITED,
+                edited_line(self.tree / EDITED))
         row["edit → stop"] = wall + row.get("doit switch (the preLaunchTask's activation)", 0.0) \
             + row.get("debugger: launch → stop", 0.0)
         self.last_links = links_of(appended_steps(build_dir / ".ninja_log", before))
@@ -252,7 +257,7 @@ class Loop:
                "ninja (build phase)": t_ninja}
         if not self.targets:
             row["install"] = self.install(build_dir)
-            row["debugger: launch → stop"] = stop(
+            row["debugger: launch → stop"], row[LOCALS] = stop(
                 self.ws, self.script, self.args.stop, self.tree / EDITED,
                 edited_line(build_dir / "source" / EDITED), str(self.upstream / "python"))
         row["build total"] = t_ninja + row.get("install", 0.0)
