@@ -1,16 +1,20 @@
-"""Benchmark: time from starting lldb-vscode-14 to the first stop, with the generated launch
-configuration as it is (lldb's symbol preloading off) against the same configuration with
-preloading on (lldb-14's default), in the same run, rounds interleaved (issue 30 item 5).
-Not a test: nothing here asserts a time.
+"""Benchmark: time from starting lldb-vscode-14 to the first stop and to the stopped frame's
+variables (the Locals pane), with the generated launch configuration as it is against the same
+configuration with one of its lldb settings back at lldb-14's default, in the same run,
+rounds interleaved (issue 30 item 5). Not a test: nothing here asserts a time.
 
     .venv/bin/python benchmarks/debugger_start.py --workspace WS --script FILE.py
         (--line SOURCE:LINE | --function NAME) [--rounds 3] [--config NAME]
 
-WS is a workspace with an artifact switched in and `doit vscode` run (its .vscode/launch.json).
-At each stop lldb's own `statistics dump` (stopCommands) says how long it spent indexing
-DWARF and in which libraries: the table prints the median seconds to the stop, the median
-index seconds, and the libraries indexed. The first round of each is the cold one (the page
-cache aside); the others are warm.
+The configurations: "generated" (symbol preloading off, line breakpoints bound exactly:
+target.move-to-nearest-code false), "preload on" (lldb indexes every library as it loads)
+and "nearest code" (lldb moves a line breakpoint to the nearest code, checking each match
+against its function's declaration). WS is a workspace with an artifact switched in and `doit
+vscode` run (its .vscode/launch.json). At each stop lldb's own `statistics dump`
+(stopCommands) says how long it spent indexing DWARF and in which libraries, before the
+stopped event. The table prints per configuration the first (cold: the page cache aside)
+and the median seconds to the stop, the median seconds to the Locals, the median index
+seconds at the stop and the libraries indexed.
 
 The whole 2.6 tree (RelWithDebInfo switched into WS, a script calling torch.sub):
     --line <checkout>/aten/src/ATen/native/BinaryOps.cpp:<a line in sub_out's body>
@@ -33,24 +37,31 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from dap_client import Stop, stop_at_line, stop_in_function  # noqa: E402
 
-from orchestrator.ide.debugger_init import PRELOAD_OFF  # noqa: E402
+from orchestrator.ide.debugger_init import EXACT_LINES, PRELOAD_OFF  # noqa: E402
 from orchestrator.ide.variables import resolve_variables  # noqa: E402
 
 CONFIG = "orch: Python + C++ (lldb-14)"
 PRELOAD_ON = PRELOAD_OFF.replace("false", "true")
+NEAREST = EXACT_LINES.replace("false", "true")
+# label -> (generated setting, what replaces it)
+VARIANTS: dict[str, tuple[str, str] | None] = {
+    "generated": None,
+    "preload on (lldb default)": (PRELOAD_OFF, PRELOAD_ON),
+    "nearest code (lldb default)": (EXACT_LINES, NEAREST),
+}
 TIMEOUT_S = 900.0
 
 
-def config_for(ws: Path, name: str, script: Path, preload: bool) -> dict[str, Any]:
+def config_for(ws: Path, name: str, script: Path, variant: str) -> dict[str, Any]:
     configs = json.loads((ws / ".vscode/launch.json").read_text())["configurations"]
     [config] = [c for c in configs if c["name"] == name]
     config = resolve_variables(config, ws, script)
-    if PRELOAD_OFF not in config.get("initCommands", []):
-        raise SystemExit(f"{ws}/.vscode/launch.json: {name!r} has no {PRELOAD_OFF!r}: "
-                         "run `doit vscode` in the workspace again")
-    if preload:
-        config["initCommands"] = [PRELOAD_ON if c == PRELOAD_OFF else c
-                                  for c in config["initCommands"]]
+    for setting in (PRELOAD_OFF, EXACT_LINES):
+        if setting not in config.get("initCommands", []):
+            raise SystemExit(f"{ws}/.vscode/launch.json: {name!r} has no {setting!r}: "
+                             "run `doit vscode` in the workspace again")
+    if (swap := VARIANTS[variant]) is not None:
+        config["initCommands"] = [swap[1] if c == swap[0] else c for c in config["initCommands"]]
     config["stopCommands"] = ["statistics dump"]
     return config
 
@@ -66,8 +77,11 @@ def indexed(stop: Stop) -> dict[str, float]:
             if m.get("debugInfoIndexTime")}
 
 
-def one(args: argparse.Namespace, preload: bool) -> tuple[float, dict[str, float]]:
-    config = config_for(args.workspace, args.config, args.script, preload)
+Run = tuple[float, float, dict[str, float]]  # to the stop, to the Locals, index s per library
+
+
+def one(args: argparse.Namespace, variant: str) -> Run:
+    config = config_for(args.workspace, args.config, args.script, variant)
     if args.line:
         source, line = args.line.rsplit(":", 1)
         path = Path(source) if Path(source).is_absolute() else args.workspace / source
@@ -77,7 +91,7 @@ def one(args: argparse.Namespace, preload: bool) -> tuple[float, dict[str, float
         stop = stop_in_function(config, args.function, timeout=TIMEOUT_S)
     if stop.reason != "breakpoint":
         raise SystemExit(f"did not stop at the breakpoint: {stop.reason} {stop.frames[:1]}")
-    return stop.seconds, indexed(stop)
+    return stop.seconds, stop.locals_seconds, indexed(stop)
 
 
 def main() -> None:
@@ -91,25 +105,27 @@ def main() -> None:
     ap.add_argument("--config", default=CONFIG)
     args = ap.parse_args()
     args.workspace, args.script = args.workspace.resolve(), args.script.resolve()
-    runs: dict[bool, list[tuple[float, dict[str, float]]]] = {False: [], True: []}
+    runs: dict[str, list[Run]] = {v: [] for v in VARIANTS}
     for n in range(args.rounds):
-        for preload in ((False, True) if n % 2 == 0 else (True, False)):
-            runs[preload].append(one(args, preload))
+        order = list(VARIANTS) if n % 2 == 0 else list(reversed(VARIANTS))
+        for variant in order:
+            runs[variant].append(one(args, variant))
     what = f"line {args.line}" if args.line else f"function {args.function}"
     print(f"lldb-vscode-14 start → stop at {what}, {args.rounds} rounds, interleaved")
-    print(f"{'':<34}{'cold s':>9}{'median s':>10}{'index s':>10}  libraries indexed")
-    for preload, label in ((False, "preload off (generated)"), (True, "preload on (lldb default)")):
-        secs = [s for s, _ in runs[preload]]
-        idx = [sum(i.values()) for _, i in runs[preload]]
-        libs = sorted({lib for _, i in runs[preload] for lib in i})
-        print(f"{label:<34}{secs[0]:>9.2f}{statistics.median(secs):>10.2f}"
-              f"{statistics.median(idx):>10.2f}  {', '.join(libs) or 'none'}")
-    off = statistics.median(s for s, _ in runs[False])
-    on = statistics.median(s for s, _ in runs[True])
-    print(f"ratio on / off (median): {on / off:.2f}")
-    print(json.dumps({"off_s": off, "on_s": on, "ratio": on / off,
-                      "off_index_s": statistics.median(sum(i.values()) for _, i in runs[False]),
-                      "on_index_s": statistics.median(sum(i.values()) for _, i in runs[True])}))
+    print(f"{'':<30}{'cold s':>8}{'stop s':>8}{'Locals s':>10}{'index s':>9}  libraries indexed")
+    out: dict[str, dict[str, float]] = {}
+    for variant, rs in runs.items():
+        med = {"stop_s": statistics.median(r[0] for r in rs),
+               "locals_s": statistics.median(r[1] for r in rs),
+               "index_s": statistics.median(sum(r[2].values()) for r in rs)}
+        libs = sorted({lib for r in rs for lib in r[2]})
+        print(f"{variant:<30}{rs[0][0]:>8.2f}{med['stop_s']:>8.2f}{med['locals_s']:>10.2f}"
+              f"{med['index_s']:>9.2f}  {', '.join(libs) or 'none'}")
+        out[variant] = med
+    base = out["generated"]["stop_s"]
+    for variant in list(VARIANTS)[1:]:
+        print(f"ratio {variant} / generated, to the stop (median): {out[variant]['stop_s'] / base:.2f}")
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":
