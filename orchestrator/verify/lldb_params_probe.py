@@ -2,11 +2,13 @@
 imported by the orchestrator): for each library given, sample functions whose signature has
 parameters and whose code comes from the artifact's own sources (/orch/src, /orch/build), and report
 what lldb-14 reads of them statically: the function, its parameters' names and whether each
-has a value location at the function's entry. Symbols are not preloaded, so no library's
-DWARF is indexed as a whole (each lookup is by address). A function whose parameters lldb lists but
-the source leaves all unnamed (`void f(int)`) has no names to read and is passed over (counted
-as "unnamed"); one whose parameters lldb does not list at all is kept: that is a reading
-failure. Nothing is run; one JSON object on stdout.
+has a value location at the function's entry. Symbols are not preloaded and each library is
+loaded alone (not with the libraries it needs), so lookups are by address and stay within it;
+only a parameter of a class its unit declares (GCC describes a class with virtual methods in
+full only where its vtable is) makes lldb index that library's DWARF to find the class. A
+function whose parameters lldb lists but the source leaves all unnamed (`void f(int)`) has
+no names to read and is passed over (counted as "unnamed"); one whose parameters lldb does
+not list at all is kept: that is a reading failure. Nothing is run; one JSON object on stdout.
 
     python3 lldb_params_probe.py SAMPLE LIB...
 """
@@ -46,7 +48,9 @@ def evenly(items: list[str], count: int) -> list[str]:
 
 
 def probe_library(debugger: Any, path: str, sample: int) -> dict[str, Any]:
-    target = debugger.CreateTarget(path)
+    # The library alone: with its dependents (lldb's default) a type lookup in a small
+    # library searches and indexes them too (libtorch_cpu.so's 3.3 GB of DWARF for each).
+    target = debugger.CreateTarget(path, None, None, False, lldb.SBError())
     if not target.IsValid() or target.GetNumModules() == 0:
         return {"error": f"lldb-14 cannot load {path}"}
     module = target.GetModuleAtIndex(0)
@@ -86,24 +90,28 @@ def probe_library(debugger: Any, path: str, sample: int) -> dict[str, Any]:
             entry["located"] = [m.group(1) for m in LOCATION.finditer(ret.GetOutput() or "")
                                 if m.group(1) in entry["parameters"]]
         out.append(entry)
-    indexed = index_seconds(debugger, module.GetFileSpec().fullpath)
+    indexed = index_seconds(debugger)
+    mine = module.GetFileSpec().fullpath
+    modules = [target.GetModuleAtIndex(i).GetFileSpec().fullpath
+               for i in range(target.GetNumModules())]
     debugger.DeleteTarget(target)
     return {"functions": out, "candidates": len(names), "own": looked, "unnamed": unnamed,
-            "index_seconds": indexed}
+            "index_seconds": indexed.get(mine, 0.0), "modules": modules}
 
 
-def index_seconds(debugger: Any, path: str) -> float:
-    """The seconds lldb spent indexing this library's DWARF as a whole (its own statistics):
-    0 while every lookup stays within the compile units it lands in."""
+def index_seconds(debugger: Any) -> dict[str, float]:
+    """Per module path (every module the debugger holds), the seconds lldb spent indexing its
+    DWARF as a whole (its own statistics): 0 while every lookup stays within the compile units
+    it lands in."""
     ret = lldb.SBCommandReturnObject()
     debugger.GetCommandInterpreter().HandleCommand("statistics dump", ret)
     text = ret.GetOutput() or ""
     try:
         stats = json.loads(text[text.index("{"):])
     except ValueError:
-        return -1.0
-    return float(sum(m.get("debugInfoIndexTime", 0.0) for m in stats.get("modules", [])
-                     if m.get("path") == path))
+        return {"": -1.0}
+    return {m.get("path", ""): float(m.get("debugInfoIndexTime", 0.0))
+            for m in stats.get("modules", [])}
 
 
 def main(argv: list[str]) -> int:
