@@ -212,6 +212,38 @@ def test_the_debugger_maps_the_checkout_not_its_patched_copy(two):
     assert re.search(r"^\s+4\s+const char\* build_type\(\).*// the checkout's line$", text, re.M), text
 
 
+def test_gc_keeps_the_source_tree_a_workspace_s_debuggers_show(two):
+    """gc keeps one unpacked source per recipe, the newest; a workspace whose debuggers map
+    to an older one (its artifact's patched copy) keeps that one too: deleting it left lldb
+    there without the files it shows and with line breakpoints that never bind."""
+    co = two["checkout"]
+    ws = two["root"] / "ws-gc"
+    ws.mkdir(exist_ok=True)
+    for args in (("switch", "variant=release", "substitute=0"), ("vscode",)):
+        res = run_doit(two["project"], *args, "recipe=mini2", f"source={co}", f"workspace={ws}",
+                       f"store={two['store']}", env=two["env"])
+        assert res.returncode == 0, res.output[-3000:]
+    launch = json.loads((ws / ".vscode/launch.json").read_text())
+    [cfg] = [c for c in launch["configurations"] if c["name"] == "orch: Python + C++ (lldb-14)"]
+    mapped = Path(cfg["sourceMap"][1][1])
+    assert mapped.parent == two["store"] / "sources", cfg["sourceMap"]
+    # A newer copy: the checkout edited and built again (no switch).
+    build_info = co / "c10" / "build_info.cpp"
+    build_info.write_text(build_info.read_text() + "\n// gc test\n")
+    try:
+        built(two, "recipe=mini2", f"source={co}")
+    finally:
+        subprocess.run(["git", "-C", str(co), "checkout", "-q", "--", "."], check=True)
+    copies = sorted((p for p in (two["store"] / "sources").iterdir() if p.name.endswith("-mini2")),
+                    key=lambda p: p.lstat().st_mtime)
+    assert copies[-1] != mapped and mapped in copies, copies
+    res = run_doit(two["project"], "gc", "dry_run=1", "format=json", f"store={two['store']}",
+                   f"workspace={ws}", env=two["env"])
+    assert res.returncode == 0, res.output[-3000:]
+    doomed = {Path(d["path"]) for d in json.loads(res.stdout)["deleted"] if d["kind"] == "source"}
+    assert mapped not in doomed and copies[-1] not in doomed, (mapped, doomed)
+
+
 def test_recipe_without_patch_checkouts_builds_the_checkout_as_is(two):
     """recipes that do not ask (the 1.13.1 recipe) keep building the checkout in place."""
     recipe = (two["project"] / "recipes" / "mini2.toml").read_text()

@@ -95,6 +95,7 @@ class Needed:
     git_urls: set[str]
     notes: list[str]
     kept_by: dict[Path, list[str]] = field(default_factory=dict)  # artifact -> the roots keeping it
+    sources: set[str] = field(default_factory=set)  # source trees a workspace's debuggers map to
 
 
 def _workspaces(store: Store) -> list[Path]:
@@ -103,6 +104,24 @@ def _workspaces(store: Store) -> list[Path]:
         if link.is_symlink() and Path(os.readlink(link)).is_dir():
             out.append(Path(os.readlink(link)).parent)
     return out
+
+
+def _mapped_sources(ws_root: Path, sources_dir: Path) -> set[str]:
+    """The store's source trees a workspace's debuggers map to (launch.json: lldb's sourceMap,
+    gdb's sourceFileMap): without one a debugger there shows no source and binds no line."""
+    from orchestrator.ide.jsonc import read_json
+
+    try:
+        launch = read_json(ws_root / ".vscode" / "launch.json")
+    except (UserError, OSError, ValueError):
+        return set()
+    targets: list[Any] = []
+    for c in launch.get("configurations", []):
+        if isinstance(c, dict):
+            targets += [p[1] for p in c.get("sourceMap", []) if isinstance(p, list) and len(p) == 2]
+            if isinstance(c.get("sourceFileMap"), dict):
+                targets += list(c["sourceFileMap"].values())
+    return {Path(t).name for t in targets if isinstance(t, str) and Path(t).parent == sources_dir}
 
 
 def needed(settings: Settings, store: Store, keep: int) -> Needed:
@@ -115,7 +134,9 @@ def needed(settings: Settings, store: Store, keep: int) -> Needed:
     arts: set[Path] = set()
     kept_by: dict[Path, list[str]] = {}
     tcs: set[str] | None = set()
+    sources: set[str] = set()
     for ws_root in _workspaces(store):
+        sources |= _mapped_sources(ws_root, store.paths.sources)
         ws = Workspace(ws_root)
         gens = ws.generations()
         kept = sorted(gens)[-keep:] if keep > 0 else []
@@ -164,7 +185,7 @@ def needed(settings: Settings, store: Store, keep: int) -> Needed:
         except (ValueError, AttributeError):
             notes.append("kept: every git source (locks/git-sources.json does not parse)")
             trees = {"*"}
-    return Needed(arts, tcs, variants, trees, archives, urls, notes, kept_by)
+    return Needed(arts, tcs, variants, trees, archives, urls, notes, kept_by, sources)
 
 
 # -- the gc plan ------------------------------------------------------------------------------
@@ -227,10 +248,10 @@ def gc_plan(settings: Settings, store: Store, keep: int,
         if recipe is None:
             out.append(Doomed("source", p, "its recipe is gone"))
         elif recipe not in newest or p.lstat().st_mtime > newest[recipe].lstat().st_mtime:
-            if recipe in newest:
+            if recipe in newest and newest[recipe].name not in need.sources:
                 out.append(Doomed("source", newest[recipe], "an older unpacked source"))
             newest[recipe] = p
-        else:
+        elif p.name not in need.sources:  # a workspace's debuggers show that tree: kept
             out.append(Doomed("source", p, "an older unpacked source"))
     out += [Doomed("archive", p, "no recipe names it")
             for p in _listdir(store.paths.archives) if p.name not in need.archives
