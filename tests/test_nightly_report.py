@@ -256,3 +256,23 @@ def test_plots_say_when_no_night_built_and_fit_the_bench_axis_to_its_medians() -
     # A history in which a night built keeps its build-time line.
     history[1]["cells"][0]["build_seconds"] = 512.0
     assert "<svg" in re.search(r"id='plot-build-time'>(.*?)</div>", _plots(history), re.S)[1]
+
+
+def test_a_quiet_row_says_what_its_bench_found() -> None:
+    """A night whose bench is not a regression still shows its verdict in the cells table (the
+    PyTorch night: 0.988x, the interval excludes 1, within the 2% floor); a regression keeps
+    its own line and class."""
+    from orchestrator.bot.report_html import _cells_table
+
+    perf = {"against": "n1", "ci": [0.9588, 0.9943], "ratio": 0.9882, "regression": False,
+            "verdict": "no difference within noise", "range": "artifacts a..a"}
+    cell = {"cell": "pytorch2/relwithdebinfo", "status": "ok", "state": "ok", "id": "58757fdebaa9",
+            "seconds": 25.9, "perf": perf}
+    html = _cells_table({"cells": [cell]})
+    assert ("<p class='perf'>bench: no difference within noise, 0.988x the time of run n1 "
+            "(95% CI 0.959–0.994)</p>") in html, html
+    html = _cells_table({"cells": [cell | {"perf": perf | {"regression": True, "ratio": 1.2,
+                                                             "ci": [1.1, 1.3], "verdict": "slower"}}]})
+    assert "<p class='perf-regression'>PERF REGRESSION: 1.20x the time of run n1" in html, html
+    assert "<p class='perf'>" not in html
+    assert "<p class='perf" not in _cells_table({"cells": [cell | {"perf": None}]})

@@ -145,6 +145,16 @@ def _times(c: dict[str, Any]) -> str:
     return ""
 
 
+def _perf_note(c: dict[str, Any]) -> str:
+    """'' or the bench verdict of a night that is not a regression (a regression has
+    perf_line's), so a quiet row still says what its bench found."""
+    p = c.get("perf") or {}
+    if p.get("regression") or p.get("ratio") is None or not p.get("ci"):
+        return ""
+    return (f"bench: {p.get('verdict', '')}, {p['ratio']:.3f}x the time of run {p.get('against', '')} "
+            f"(95% CI {p['ci'][0]:.3f}–{p['ci'][1]:.3f})")
+
+
 def _cells_table(merged: dict[str, Any]) -> str:
     rows = []
     for c in merged["cells"]:
@@ -159,6 +169,8 @@ def _cells_table(merged: dict[str, Any]) -> str:
             detail += "".join(f"<p class=reg>ABI regression: {escape(r)}</p>" for r in regs[:3])
         if perf := perf_line(c):
             detail += f"<p class='perf-regression'>{escape(perf)}</p>"
+        elif perf := _perf_note(c):
+            detail += f"<p class='perf'>{escape(perf)}</p>"
         if c["status"] == "failed" and c.get("tail"):
             detail += f"<pre>{escape(c['tail'])}</pre>"
         src = c.get("source")
