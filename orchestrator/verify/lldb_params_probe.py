@@ -96,20 +96,21 @@ def probe_library(debugger: Any, path: str, sample: int) -> dict[str, Any]:
                for i in range(target.GetNumModules())]
     debugger.DeleteTarget(target)
     return {"functions": out, "candidates": len(names), "own": looked, "unnamed": unnamed,
-            "index_seconds": indexed.get(mine, 0.0), "modules": modules}
+            "index_seconds": -1.0 if indexed is None else indexed.get(mine, 0.0),
+            "modules": modules}
 
 
-def index_seconds(debugger: Any) -> dict[str, float]:
+def index_seconds(debugger: Any) -> dict[str, float] | None:
     """Per module path (every module the debugger holds), the seconds lldb spent indexing its
     DWARF as a whole (its own statistics): 0 while every lookup stays within the compile units
-    it lands in."""
+    it lands in. None: the statistics did not parse (the probe then reports -1)."""
     ret = lldb.SBCommandReturnObject()
     debugger.GetCommandInterpreter().HandleCommand("statistics dump", ret)
     text = ret.GetOutput() or ""
     try:
         stats = json.loads(text[text.index("{"):])
     except ValueError:
-        return {"": -1.0}
+        return None
     return {m.get("path", ""): float(m.get("debugInfoIndexTime", 0.0))
             for m in stats.get("modules", [])}
 
