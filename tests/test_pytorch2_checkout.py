@@ -172,24 +172,31 @@ def test_checkout_version_and_patched_copy(two):
     subprocess.run(["git", "-C", str(co), "checkout", "-q", "--", "."], check=True)
 
 
+def checkout_workspace(two, name: str, variant: str) -> tuple[Path, dict[str, dict]]:
+    """A workspace switched to mini2 `variant` built from the checkout, with `doit vscode` run:
+    its root and its launch configurations by name."""
+    ws = two["root"] / name
+    ws.mkdir(exist_ok=True)
+    for args in (("switch", f"variant={variant}", "substitute=0"), ("vscode",)):
+        res = run_doit(two["project"], *args, "recipe=mini2", f"source={two['checkout']}",
+                       f"workspace={ws}", f"store={two['store']}", env=two["env"])
+        assert res.returncode == 0, res.output[-3000:]
+    launch = json.loads((ws / ".vscode/launch.json").read_text())
+    return ws, {c["name"]: c for c in launch["configurations"]}
+
+
 def test_the_debugger_maps_the_checkout_not_its_patched_copy(two):
     """Built from a checkout through its patched copy in the store, the workspace's debuggers
     map the debug info's source paths to the checkout first: the file open in the editor,
     where a click in the gutter sets the breakpoint (the pinned lldb-14 resolves it), and the
     file lldb shows at a stop."""
     co = two["checkout"]
-    ws = two["root"] / "ws-checkout"
-    ws.mkdir(exist_ok=True)
-    for args in (("switch", "variant=relwithdebinfo", "substitute=0"), ("vscode",)):
-        res = run_doit(two["project"], *args, "recipe=mini2", f"source={co}", f"workspace={ws}",
-                       f"store={two['store']}", env=two["env"])
-        assert res.returncode == 0, res.output[-3000:]
-    launch = json.loads((ws / ".vscode/launch.json").read_text())
-    [lldb_cfg] = [c for c in launch["configurations"] if c["name"] == "orch: Python + C++ (lldb-14)"]
+    ws, configs = checkout_workspace(two, "ws-checkout", "relwithdebinfo")
+    lldb_cfg = configs["orch: Python + C++ (lldb-14)"]
     (logical, first), (logical2, copy) = lldb_cfg["sourceMap"][:2]
     assert logical == logical2 == "/orch/src/mini2" and first == str(co), lldb_cfg["sourceMap"]
     assert Path(copy).parent == two["store"] / "sources" and copy.endswith("-mini2"), copy
-    [gdb_cfg] = [c for c in launch["configurations"] if c["name"] == "orch: Python + C++ (gdb)"]
+    gdb_cfg = configs["orch: Python + C++ (gdb)"]
     assert gdb_cfg["sourceFileMap"]["/orch/src/mini2"] == str(co)
     [lib] = (ws / ".orch/profile").glob("**/libc10.so")
     line = 4
@@ -217,14 +224,8 @@ def test_gc_keeps_the_source_tree_a_workspace_s_debuggers_show(two):
     to an older one (its artifact's patched copy) keeps that one too: deleting it left lldb
     there without the files it shows and with line breakpoints that never bind."""
     co = two["checkout"]
-    ws = two["root"] / "ws-gc"
-    ws.mkdir(exist_ok=True)
-    for args in (("switch", "variant=release", "substitute=0"), ("vscode",)):
-        res = run_doit(two["project"], *args, "recipe=mini2", f"source={co}", f"workspace={ws}",
-                       f"store={two['store']}", env=two["env"])
-        assert res.returncode == 0, res.output[-3000:]
-    launch = json.loads((ws / ".vscode/launch.json").read_text())
-    [cfg] = [c for c in launch["configurations"] if c["name"] == "orch: Python + C++ (lldb-14)"]
+    ws, configs = checkout_workspace(two, "ws-gc", "release")
+    cfg = configs["orch: Python + C++ (lldb-14)"]
     mapped = Path(cfg["sourceMap"][1][1])
     assert mapped.parent == two["store"] / "sources", cfg["sourceMap"]
     # A newer copy: the checkout edited and built again (no switch).
