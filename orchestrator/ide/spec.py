@@ -89,7 +89,7 @@ class IdeSpec:
         pairs = []
         logical = f"{LOGICAL_SRC_ROOT}/{self.recipe}"
         if self.checkout_dir is not None and self.checkout_dir != self.source_dir:
-            pairs.append((logical, str(self.checkout_dir)))
+            pairs.append((logical, str(self.checkout_dir) if absolute else self.under_ws(self.checkout_dir)))
         if self.source_logical and self.source_logical != logical:
             pairs.append((self.source_logical, self.source(absolute)))
         pairs.append((logical, self.source(absolute)))
