@@ -131,3 +131,31 @@ def test_a_tampered_entry_does_not_make_a_bad_library_pass(tree, tmp_path):
     assert VerdictCache.open(cache).get(good_key) is None  # type: ignore[union-attr]
     # and the cache's secret is the owner's alone
     assert stat.S_IMODE((cache / "key").stat().st_mode) == 0o600
+
+
+def test_a_relinked_library_with_the_same_exports_keeps_the_verdicts_of_what_loads_it(tree, tmp_path):
+    """The edit loop: an edited function body relinks libtorch_cpu.so; libtorch_python.so,
+    which loads it, is not checked again while the exports it sees are the same."""
+    cache = tmp_path / "cache"
+    assert verify_tree(config(tree, cache)).ok
+    replace_leaf(tree, "int leaf_one(void){return 41 + 1;}")  # another body, the same exports
+    report = verify_tree(config(tree, cache))
+    assert report.ok and report.reused == ["lib/libuse.so"]  # libleaf.so itself: checked again
+    # a new export is another interface: what loads the library is checked again
+    replace_leaf(tree, GOOD_LEAF + " int leaf_two(void){return 2;}")
+    assert verify_tree(config(tree, cache)).reused == []
+
+
+def test_another_build_directory_reuses_verdicts_and_still_finds_runpaths_into_it(tree, tmp_path):
+    """Each edit of a checkout builds from another patched copy of the source: the key does
+    not hold the build directories, and the RUNPATH check runs on reused files too."""
+    cache = tmp_path / "cache"
+    build = Path("/srv/orch-sources/copy-1")  # a string in the RUNPATH: outside /tmp and homes
+    cc(tree / "lib" / "libdev.so", "int dev(void){return 3;}", f"-Wl,-rpath,{build}",
+       "-Wl,--enable-new-dtags")
+    first = verify_tree(config(tree, cache, build_dirs=[build.with_name("copy-0")]))
+    assert first.ok, first.failures()
+    again = verify_tree(config(tree, cache, build_dirs=[build]))
+    assert "lib/libdev.so" in again.reused and "lib/libuse.so" in again.reused
+    assert [(f.file, f.check) for f in again.failures()] == [("lib/libdev.so", "portability")]
+    assert f"points into the build directory {build}" in again.failures()[0].cause

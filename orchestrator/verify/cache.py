@@ -3,9 +3,13 @@
 A verify run without failures records, for each ELF file it checked, the file's facts and
 warnings under a key: the digest of the verify code, the run's inputs (rules, variant, search paths,
 interpreter, torch; `config_digest`), the file's place in the tree, and its closure as ld.so
-would load it now — every object by content (files in the tree: sha256) or by (device, inode,
-size, mtime_ns, ctime_ns) (anything else: no write keeps those), and every DT_NEEDED with the
-file it resolves to. A later run resolves the closure again from the dynamic sections alone
+would load it now — the file itself by content (sha256), every other object of the tree by its
+link interface (verify/elf.py `link_interface`: what the checks read of a library a file loads,
+its exported names and versions, soname, needed and search paths), anything else by (device,
+inode, size, mtime_ns, ctime_ns) (no write keeps those), and every DT_NEEDED with the file it
+resolves to. So a relinked libtorch_cpu.so whose exports did not change leaves the verdicts of
+the libraries that load it valid. The build directories are not part of the key: the check
+that reads them (RUNPATH into the build tree) runs on reused files too. A later run resolves the closure again from the dynamic sections alone
 (no symbols, no DWARF), so a library that appeared earlier on a search path changes the key,
 and takes the recorded facts and warnings instead of checking a file whose key it finds.
 
@@ -33,6 +37,7 @@ from orchestrator.hashing import (
     remembered_sha256,
     sha256_file,
 )
+from orchestrator.verify.elf import link_interface
 from orchestrator.verify.inputs import VerifyConfig, rules_data
 from orchestrator.verify.report import FileFacts, Finding
 from orchestrator.verify.resolve import Closure, Resolver, realpath, within
@@ -121,7 +126,6 @@ class RootKeys:
             "ld_library_path": [self.norm(p) for p in cfg.search.ld_library_path],
             "conf_dirs": cfg.search.conf_dirs, "default_dirs": cfg.search.default_dirs,
             "toolchain_dirs": [str(p) for p in cfg.toolchain_dirs],
-            "build_dirs": [str(p) for p in cfg.build_dirs],
             "python_dirs": [self.norm(p) for p in cfg.python_dirs],
             "interpreter": [str(interp.path), interp.version, interp.ext_suffix,
                             interp.libpython_soname] if interp else None,
@@ -136,18 +140,30 @@ class RootKeys:
             if cfg.interpreter and not cfg.preload:  # an extension or Py*-using file
                 closures.append(self.resolver.closure(path, [cfg.interpreter.path], heads=True))
             parts: list[object] = [self.base, rel]
+            own = realpath(str(path))
             for c in closures:
                 if c.missing:
                     return None
-                parts.append(self._closure_parts(c))
+                parts.append(self._closure_parts(c, own))
             return digest_of(parts)
         except (OSError, ValueError):
             return None
 
-    def _closure_parts(self, c: Closure) -> list[object]:
-        """The closure as resolved now: a different resolution is a different key."""
-        return [[self.identity(o.path) for o in c.objects],
+    def _closure_parts(self, c: Closure, own: str) -> list[object]:
+        """The closure as resolved now: a different resolution is a different key. The file
+        itself (real path `own`) counts by content, the others by what it sees of them."""
+        return [[self.identity(o.path) if realpath(str(o.path)) == own else self.interface(o.path)
+                 for o in c.objects],
                 [[e.soname, self.norm(e.needed_by), self.norm(e.path)] for e in c.edges]]
+
+    def interface(self, path: Path) -> list[object]:
+        """An object another file loads: by its link interface when it lies in the tree
+        (a rebuilt library with the same exports keeps the key), else as `identity`."""
+        real = realpath(str(path))
+        if within(real, self.root):
+            return ["@" + real[len(self.root) + 1:], "interface",
+                    link_interface(self.resolver.elf(Path(real)))]
+        return self.identity(path)
 
     def identity(self, path: Path) -> list[object]:
         """An object by content when it lies in the tree (the manifest's sha256, one this

@@ -7,6 +7,8 @@ for messages. DWARF is read in verify/dwarf.py, CUDA fatbins in verify/fatbin.py
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import mmap
 import struct
 import zlib
@@ -109,6 +111,21 @@ class ElfInfo:
             return True
         # ld.so accepts an unversioned definition for a versioned reference.
         return version in versions or None in versions
+
+
+def link_interface(info: ElfInfo) -> str:
+    """sha256 of what another object's link and load see of this one: its type and platform,
+    soname, DT_NEEDED, search paths, version definitions and every exported name with its
+    versions. Code, addresses and debug info are not in it: a library relinked after an edit
+    of a function body has the same interface."""
+    h = hashlib.sha256(json.dumps([
+        info.etype, list(info.platform or ()), info.soname, info.needed, info.rpath,
+        info.runpath, info.has_verdef, sorted(info.verdefs)]).encode() + b"\0")
+    defined = info.defined
+    for name in sorted(defined):
+        h.update(name + b"@" + b",".join(b"\1" if v is None else v.encode()
+                                        for v in defined[name]) + b"\n")
+    return h.hexdigest()
 
 
 def is_elf(path: Path) -> bool:
