@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from orchestrator.builders import cmake_file_api, source_mtimes
+from orchestrator.builders import cmake_file_api, relink, source_mtimes
 from orchestrator.builders.compile_cache.source_link import SOURCE_LINK, source_link, source_link_flags
 from orchestrator.builders.compile_cache.stats import STATS_LOG
 from orchestrator.builders.context import BuildContext
@@ -52,6 +52,7 @@ def configure_args(ctx: BuildContext, overrides: dict[str, str] | None = None,
     if tc.cuda_root is not None:
         defines["CUDAToolkit_ROOT"] = str(tc.cuda_root)
         check_cuda_architectures(ctx)
+    defines.update(relink.NO_SHARED)  # builders/relink.py settles what that leaves stale
     defines.update(locked_package_hints(ctx))
     defines.update(linker_defines(ctx, ctx.env))
     defines.update(ctx.compile_cache.cmake_defines())
@@ -181,6 +182,11 @@ def compile_(ctx: BuildContext, env: dict[str, str] | None = None,
         try:
             run_logged(argv, env=run_env, log=ctx.log, title="build",
                        adopted=None if ahead is None else (ahead.step, ahead.output(), ahead.t0))
+            stale = relink.settle(ctx.build_dir, lambda: run_logged(
+                argv, env=run_env, log=ctx.log, title="relink"))
+            if stale:
+                console.print(f"relinked {', '.join(stale)}: a shared library it links has "
+                              "another interface now", markup=False)
             source_mtimes.record(ctx.source_dir, ctx.build_dir)
         finally:
             keep_ninja_steps(log, before, ctx.meta / "ninja_log")

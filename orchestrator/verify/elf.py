@@ -128,6 +128,36 @@ def link_interface(info: ElfInfo) -> str:
     return h.hexdigest()
 
 
+STT_OBJECT, STT_TLS = 1, 6
+
+
+def export_kinds(path: Path) -> bytes:
+    """What a linker reads of each exported symbol besides its name and version: type, binding
+    and visibility, and for data (STT_OBJECT, STT_TLS) the size a copy relocation takes. One
+    sorted line per defined dynamic symbol; a function's size, which changes with any edit of
+    its body, is left out. Read in bulk from an mmap like `_read_symbols`."""
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        h = parse_header(mm)
+        shdrs = section_headers(h, mm)
+        dynsym = next((s for s in shdrs if s[1] == SHT_DYNSYM), None)
+        if dynsym is None:
+            return b""
+        _n, _t, off, size, _f, link, _i = dynsym
+        str_off = shdrs[link][2]
+        fmt = h.le + ("IBBHQQ" if h.is64 else "IIIBBH")
+        lines = []
+        for row in struct.iter_unpack(fmt, mm[off:off + size - size % struct.calcsize(fmt)]):
+            name, info, other, shndx, sz = ((row[0], row[1], row[2], row[3], row[5]) if h.is64
+                                            else (row[0], row[3], row[4], row[5], row[2]))
+            if shndx == SHN_UNDEF or not name or (info & 0xF) in (STT_SECTION, STT_FILE) \
+                    or (info >> 4) not in (STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE):
+                continue
+            kind = info & 0xF
+            lines.append(b"%s %d %d %d" % (c_string(mm, str_off + name), info, other & 3,
+                                           sz if kind in (STT_OBJECT, STT_TLS) else 0))
+    return b"\n".join(sorted(lines))
+
+
 def is_elf(path: Path) -> bool:
     """True for a regular file that starts with the ELF magic."""
     try:
