@@ -49,6 +49,9 @@ def test_build_commits_a_complete_read_only_artifact(doit, store, project):
         assert (path / rel).is_file()
     ext = [p for p in files if p.startswith("prefix/python/demo/_C.cpython-")]
     assert ext, files.keys()
+    # The package's bytecode, hash-checked (PEP 552 flags 0b11), beside its source.
+    pyc = [p for p in files if p.startswith("prefix/python/demo/__pycache__/__init__.cpython-")]
+    assert len(pyc) == 1 and (path / pyc[0]).read_bytes()[4:8] == b"\x03\0\0\0", files.keys()
     core = files["prefix/lib/libdemo_core.so"]
     assert core["size"] == (path / core["path"]).stat().st_size and len(core["sha256"]) == 64
     assert "CMAKE_BUILD_TYPE:STRING=RelWithDebInfo" in (path / "meta/CMakeCache.txt").read_text()

@@ -26,13 +26,15 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from orchestrator.fs import write_atomic
 from orchestrator.verify.elf import export_kinds, link_interface, read_elf
 
 RECORDS = ".orch-link-interfaces.json"  # in the build tree: {library: [mtime_ns, size, interface]}
 NO_SHARED = {"CMAKE_LINK_DEPENDS_NO_SHARED": "ON"}
-_LINK_EDGE = re.compile(r"^build ((?:[^\s:$]|\$[ :$])+)(?: \|[^:]*)?: \w+?_(SHARED_LIBRARY|MODULE_LIBRARY|EXECUTABLE)_LINKER__")
+_LINK_EDGE = re.compile(r"^build ((?:[^\s:$]|\$[ :$])+)(?: \|[^:]*)?: "
+                        r"\w+?_(SHARED_LIBRARY|MODULE_LIBRARY|EXECUTABLE)_LINKER__")
 
 
 def link_graph(build_dir: Path) -> tuple[set[str], dict[str, set[str]]]:
@@ -111,7 +113,7 @@ def settle(build_dir: Path, rerun: Callable[[], None]) -> list[str]:
     return stale_all
 
 
-def _load(path: Path) -> dict[str, list]:
+def _load(path: Path) -> dict[str, list[Any]]:
     try:
         data = json.loads(path.read_bytes())
         return {k: v for k, v in data.items()

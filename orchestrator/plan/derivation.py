@@ -27,7 +27,8 @@ from orchestrator.store.artifacts import Store
 from orchestrator.toolchain.cuda_toolkit import check_recipe_has_toolkit
 from orchestrator.toolchain.machine_check import check_machine, machine_cache, probe_cache, save_machine_cache
 
-DERIVATION_SCHEMA = 2
+# 3 (stop 47): every artifact's Python packages hold hash-checked .pyc files (builders/bytecode.py).
+DERIVATION_SCHEMA = 3
 # A builder whose code changed the bytes it writes, when not every builder's did (that bumps
 # DERIVATION_SCHEMA): its artifacts get new ids, the others keep theirs. pytorch 2: the pinned
 # tree's copy is named /orch/src/<recipe> in debug info (was /orch/build/<recipe>-<variant>/source).

@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from orchestrator.builders import bytecode
 from orchestrator.builders.cmake_steps import CONFIGURE_STAMP
 from orchestrator.builders.compile_cache import launcher
 from orchestrator.builders.compile_cache.wrappers import build_path
@@ -22,6 +23,7 @@ from orchestrator.builders.install_map import InstallMap, install_sources
 from orchestrator.builders.registry import get_builder
 from orchestrator.builders.runtime_site import install_runtime
 from orchestrator.config.settings import Settings
+from orchestrator.console import console
 from orchestrator.hashing import digest_of
 from orchestrator.plan.derivation import Plan
 from orchestrator.store.artifacts import Store
@@ -52,6 +54,12 @@ def run_builder(settings: Settings, store: Store, plan: Plan, toolchain: Toolcha
     finally:
         launcher.end_build(cc)  # sccache: its server stops with the build
     install_runtime(store, toolchain, plan.runtime, stage)  # [runtime] requires, pinned
+    compiled = bytecode.compile_packages(stage / "prefix", plan.recipe.outputs.python,
+                                         toolchain.python, build_dir / bytecode.CACHE, settings.jobs)
+    if compiled["compiled"] or compiled["failed"]:
+        console.print(f"[dim]bytecode: {compiled['compiled']} module(s) compiled, "
+                      f"{compiled['cached']} from the build tree's cache, {compiled['failed']} "
+                      "not compilable (imported from source)[/]")
     reuse_installed(store, stage, committed, used.copies)
     return used
 

@@ -7,11 +7,12 @@ would load it now — the file itself by content (sha256), every other object of
 link interface (verify/elf.py `link_interface`: what the checks read of a library a file loads,
 its exported names and versions, soname, needed and search paths), anything else by (device,
 inode, size, mtime_ns, ctime_ns) (no write keeps those), and every DT_NEEDED with the file it
-resolves to. So a relinked libtorch_cpu.so whose exports did not change leaves the verdicts of
-the libraries that load it valid. The build directories are not part of the key: the check
-that reads them (RUNPATH into the build tree) runs on reused files too. A later run resolves the closure again from the dynamic sections alone
-(no symbols, no DWARF), so a library that appeared earlier on a search path changes the key,
-and takes the recorded facts and warnings instead of checking a file whose key it finds.
+resolves to. So a relinked libtorch_cpu.so whose exports did not change leaves the verdicts
+of the libraries that load it valid. The build directories are not part of the key: the check
+that reads them (RUNPATH into the build tree) runs on reused files too. A later run resolves
+the closure again from the dynamic sections alone (no symbols, no DWARF), so a library that
+appeared earlier on a search path changes the key, and takes the recorded facts and warnings
+instead of checking a file whose key it finds.
 
 Entries live in `<store>/cache/verify/<2 hex>/<key>.json`, each with an HMAC (sha256) under
 the store's own secret `<store>/cache/verify/key` (0600, made on first use): an entry that was
