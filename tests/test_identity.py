@@ -163,4 +163,4 @@ def test_derivation_holds_only_this_variant(project, tmp_path):
     text = json.dumps(d)
     assert "relwithdebinfo" not in text and "debug" not in text and "PyTorch-shaped" not in text
     assert set(d["recipe"]) == {"name", "build", "source", "outputs"}
-    assert d["variant"]["name"] == "release" and d["schema"] == 2
+    assert d["variant"]["name"] == "release" and d["schema"] == 3
