@@ -20,6 +20,7 @@ OWN_STAT = {
     "builders/wheel.py": "compares a copy with its source, not a file with its past",
     "store/artifacts.py": "compares a copy with its source, not a file with its past",
     "builders/pytorch_source.py": "compares a copy with its source, not a file with its past",
+    "builders/relink.py": "orders a link output and the libraries it links by mtime, as ninja does",
 }
 
 

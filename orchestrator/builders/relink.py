@@ -13,7 +13,8 @@ we are killed before the rerun), and ninja runs again, until nothing is stale.
 
 The interface is what a linker reads of a shared library: soname, DT_NEEDED, search paths,
 version definitions, and each exported symbol's name, versions, type, binding, visibility and
-(data only) size (verify/elf.py `link_interface`, `export_kinds`). The records live in the
+(data only) size (verify/elf_interface.py). Like ninja, we order a target and the libraries it
+links by their mtimes. The records live in the
 tree (RECORDS); a library without a record counts as changed, so a tree built before this
 rule relinks what is older than the library, as CMake's own rule would.
 """
@@ -28,10 +29,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from orchestrator.fs import write_atomic
-from orchestrator.verify.elf import export_kinds, link_interface, read_elf
+from orchestrator.fs import FileSig, write_atomic
+from orchestrator.verify.elf import read_elf
+from orchestrator.verify.elf_interface import export_kinds, link_interface
 
-RECORDS = ".orch-link-interfaces.json"  # in the build tree: {library: [mtime_ns, size, interface]}
+RECORDS = ".orch-link-interfaces.json"  # in the build tree: {library: [[FileSig], interface]}
 NO_SHARED = {"CMAKE_LINK_DEPENDS_NO_SHARED": "ON"}
 _LINK_EDGE = re.compile(r"^build ((?:[^\s:$]|\$[ :$])+)(?: \|[^:]*)?: "
                         r"\w+?_(SHARED_LIBRARY|MODULE_LIBRARY|EXECUTABLE)_LINKER__")
@@ -86,14 +88,14 @@ def settle(build_dir: Path, rerun: Callable[[], None]) -> list[str]:
                 st = os.stat(build_dir / lib)
             except OSError:
                 continue
-            sig = [st.st_mtime_ns, st.st_size]
+            sig = list(FileSig.of(st))
             rec = records.get(lib)
-            if rec is not None and rec[:2] == sig:
+            if rec is not None and rec[0] == sig:
                 continue
             now = interface(build_dir / lib)
-            if rec is None or rec[2] != now:
+            if rec is None or rec[1] != now:
                 changed[lib] = st.st_mtime_ns
-            records[lib] = [*sig, now]
+            records[lib] = [sig, now]
         stale = []
         for out, libs in sorted(graph.items()):
             try:
@@ -117,6 +119,6 @@ def _load(path: Path) -> dict[str, list[Any]]:
     try:
         data = json.loads(path.read_bytes())
         return {k: v for k, v in data.items()
-                if isinstance(v, list) and len(v) == 3 and isinstance(v[2], str)}
+                if isinstance(v, list) and len(v) == 2 and isinstance(v[1], str)}
     except (OSError, ValueError, AttributeError):
         return {}

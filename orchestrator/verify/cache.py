@@ -4,7 +4,7 @@ A verify run without failures records, for each ELF file it checked, the file's 
 warnings under a key: the digest of the verify code, the run's inputs (rules, variant, search paths,
 interpreter, torch; `config_digest`), the file's place in the tree, and its closure as ld.so
 would load it now — the file itself by content (sha256), every other object of the tree by its
-link interface (verify/elf.py `link_interface`: what the checks read of a library a file loads,
+link interface (verify/elf_interface.py: what the checks read of a library a file loads,
 its exported names and versions, soname, needed and search paths), anything else by (device,
 inode, size, mtime_ns, ctime_ns) (no write keeps those), and every DT_NEEDED with the file it
 resolves to. So a relinked libtorch_cpu.so whose exports did not change leaves the verdicts
@@ -38,7 +38,7 @@ from orchestrator.hashing import (
     remembered_sha256,
     sha256_file,
 )
-from orchestrator.verify.elf import link_interface
+from orchestrator.verify.elf_interface import link_interface
 from orchestrator.verify.inputs import VerifyConfig, rules_data
 from orchestrator.verify.report import FileFacts, Finding
 from orchestrator.verify.resolve import Closure, Resolver, realpath, within
