@@ -143,3 +143,60 @@ def test_a_library_is_probed_without_the_libraries_it_needs(tmp_path, session_to
     assert {f["name"].split("(")[0] for f in r["functions"]} == {"lr::scaled", "lr::twice"}, r
     # The declared-only Shape is looked up in libuser.so itself (an index of its own DWARF).
     assert r["index_seconds"] > 0, r
+
+
+def _debug_config(art: Path, deb_root: Path, **kw) -> "VerifyConfig":
+    from orchestrator.verify.inputs import Interpreter, VerifyConfig
+    from orchestrator.verify.resolve import SearchConfig
+    interp = Interpreter(path=Path("/usr/bin/python3"), version="3.11", ext_suffix=".so",
+                         libpython_soname=None)
+    return VerifyConfig(artifact="art", root=art, prefix=art / "prefix", variant="relwithdebinfo",
+                        build_type="RelWithDebInfo", lldb_deb_root=deb_root, interpreter=interp,
+                        search=SearchConfig(ld_library_path=[], conf_dirs=[],
+                                            default_dirs=["/lib/x86_64-linux-gnu"]), **kw)
+
+
+def test_the_probe_starts_ahead_on_new_content_and_its_results_are_the_checks(tmp_path, session_toolchain) -> None:
+    """verify starts lldb on the libraries whose content no one hashed yet (an incremental
+    build's relinked ones) before it hashes and reads them, and the debug-info check takes
+    its results: a -g1 library still fails naming its function, a -g one passes."""
+    import os
+
+    from orchestrator.hashing import remember_sha256, sha256_file
+    from orchestrator.verify import engine
+    from orchestrator.verify.engine import verify_tree
+
+    deb_root = session_toolchain / "debs" / "root"
+    art = tmp_path / "art"
+    lib = art / "prefix" / "lib"
+    lib.mkdir(parents=True)
+    named = build(lib, "named", NAMED, "-g")
+    lines = build(lib, "lines", NAMED, "-g1")
+    (lib / "src").rename(tmp_path / "src")
+    known = build(lib, "known", UNNAMED, "-g")
+    (lib / "src").rename(tmp_path / "src2")
+    remember_sha256(os.stat(known), sha256_file(known))  # pooled: its verdict is the cache's
+    cfg = _debug_config(art, deb_root)
+    ahead = engine._probe_ahead(cfg, [named, lines, known])
+    assert ahead is not None and sorted(ahead.libs) == sorted([named.resolve(), lines.resolve()])
+    ahead.close()
+    started: list[list[Path]] = []
+    real_start = engine.start_probe
+
+    def spy(deb, py, libs, *a):
+        started.append(list(libs))
+        return real_start(deb, py, libs, *a)
+
+    engine.start_probe = spy  # type: ignore[assignment]
+    try:
+        report = verify_tree(cfg)
+    finally:
+        engine.start_probe = real_start  # type: ignore[assignment]
+    assert len(started) == 1 and sorted(started[0]) == sorted([named.resolve(), lines.resolve()])
+    debug = [f for f in report.failures() if f.check == "debug_info"]
+    assert [f.file for f in debug] == ["prefix/lib/liblines.so"], report.findings
+    assert "lr::named" in debug[0].cause
+    # with the three known, nothing starts ahead
+    for p in (named, lines):
+        remember_sha256(os.stat(p), sha256_file(p))
+    assert engine._probe_ahead(cfg, [named, lines, known]) is None

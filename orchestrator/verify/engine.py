@@ -8,16 +8,18 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
+from orchestrator.hashing import remembered_sha256
 from orchestrator.verify.cache import RootKeys, VerdictCache
 from orchestrator.verify.checks.cuda import check_cuda
 from orchestrator.verify.checks.cxx_abi import check_cxx_abi
-from orchestrator.verify.checks.debug_info import check_debug_info
+from orchestrator.verify.checks.debug_info import check_debug_info, probe_ahead_candidates
 from orchestrator.verify.checks.linkage import check_required_symbols, check_resolution, check_symbols
 from orchestrator.verify.checks.portability import check_portability, vkey
 from orchestrator.verify.checks.python_ext import check_python, is_extension
 from orchestrator.verify.checks.state import State
 from orchestrator.verify.elf import ElfInfo, header_platform
 from orchestrator.verify.inputs import VerifyConfig
+from orchestrator.verify.lldb_reading import StartedProbe, start_probe
 from orchestrator.verify.report import FileFacts, Finding, Verdict, VerifyReport
 from orchestrator.verify.resolve import Resolver, realpath, within
 
@@ -61,13 +63,41 @@ def verify_tree(cfg: VerifyConfig) -> VerifyReport:
     resolver = Resolver(cfg.search)
     cache = VerdictCache.open(cfg.cache_dir) if cfg.cache_dir is not None else None
     keys = RootKeys(cfg, resolver) if cache is not None else None
+    paths = list(cfg.roots if cfg.roots is not None else elf_files(cfg.prefix))
+    ahead = _probe_ahead(cfg, paths)
+    try:
+        return _verify(cfg, t0, resolver, cache, keys, paths, ahead)
+    finally:
+        if ahead is not None:
+            ahead.close()
+
+
+def _probe_ahead(cfg: VerifyConfig, paths: list[Path]) -> StartedProbe | None:
+    """The lldb probe, started now on the files it will read whose content no run has
+    hashed (an incremental build's changed libraries: the others are the pool's, whose
+    verdicts are reused), so that lldb reads libtorch_cpu.so while this process hashes it."""
+    if cfg.lldb_deb_root is None or cfg.interpreter is None:
+        return None
+    new = []
+    for p in probe_ahead_candidates(cfg, [Path(realpath(str(p))) for p in paths]):
+        try:
+            rel = str(p.relative_to(cfg.root.resolve()))
+            if cfg.hashes.get(rel) is None and remembered_sha256(os.stat(p)) is None:
+                new.append(p)
+        except (OSError, ValueError):
+            continue
+    return start_probe(cfg.lldb_deb_root, cfg.interpreter.path, new) if new else None
+
+
+def _verify(cfg: VerifyConfig, t0: float, resolver: Resolver, cache: VerdictCache | None,
+            keys: RootKeys | None, paths: list[Path], ahead: StartedProbe | None) -> VerifyReport:
     objects: dict[str, ElfInfo] = {}
     reused: dict[str, FileFacts] = {}
     order: list[str] = []
     key_of: dict[str, str] = {}
     findings: list[Finding] = []
     root = cfg.root.resolve()
-    for path in cfg.roots if cfg.roots is not None else elf_files(cfg.prefix):
+    for path in paths:
         real = realpath(str(path))
         rel = real[len(str(root)) + 1:] if within(real, str(root)) else str(path)
         try:
@@ -95,7 +125,8 @@ def verify_tree(cfg: VerifyConfig) -> VerifyReport:
             preload = [cfg.interpreter.path]
         closures[rel] = resolver.closure(obj.path, preload)
     facts = {rel: FileFacts(needed=o.needed, runpath=o.runpath, rpath=o.rpath) for rel, o in objects.items()}
-    state = State(cfg, resolver, objects, closures, extensions, facts, reused=reused)
+    state = State(cfg, resolver, objects, closures, extensions, facts, reused=reused,
+                  probe_ahead=ahead)
     try:
         checks: dict[str, Verdict] = {}
         timings = {"read_and_resolve_s": round(time.perf_counter() - t0, 4)}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,19 +34,55 @@ class Unreadable:
     missing: str
 
 
-def probe(deb_root: Path, python: Path, libs: list[Path], sample: int = SAMPLE) -> dict[str, dict[str, Any]]:
-    """The probe's JSON for each library (keyed by the path given), or {} without an lldb."""
+class StartedProbe:
+    """The probe running in the background on `libs` (stdout and stderr in temporary files,
+    so nothing blocks on a full pipe); `result()` waits for its JSON."""
+
+    def __init__(self, python: Path, env: dict[str, str], libs: list[Path], sample: int) -> None:
+        self.libs = libs
+        self._out, self._err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+        self._proc = subprocess.Popen([str(python), str(PROBE), str(sample), *map(str, libs)],
+                                      env=env, stdout=self._out, stderr=self._err)
+
+    def result(self, timeout: float = PROBE_TIMEOUT_S) -> dict[str, dict[str, Any]]:
+        """Keyed by the paths given; raises TimeoutExpired (the probe is then stopped) or
+        RuntimeError (it failed)."""
+        try:
+            code = self._proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.close()
+            raise
+        self._out.seek(0)
+        self._err.seek(0)
+        out, err = self._out.read().decode(errors="replace"), self._err.read().decode(errors="replace")
+        self.close()
+        if code != 0:
+            last = (err.strip().splitlines() or ["no output"])[-1]
+            raise RuntimeError(f"the lldb-14 probe failed (exit {code}): {last}")
+        result: dict[str, dict[str, Any]] = json.loads(out)
+        return result
+
+    def close(self) -> None:
+        """Stop the probe if it still runs; drop its files."""
+        if self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+        self._out.close()
+        self._err.close()
+
+
+def start_probe(deb_root: Path, python: Path, libs: list[Path], sample: int = SAMPLE) -> StartedProbe | None:
+    """The probe on `libs`, started now (None without an lldb or libraries)."""
     tools = locate(deb_root)
     if tools is None or not libs:
-        return {}
-    done = subprocess.run([str(python), str(PROBE), str(sample), *map(str, libs)],
-                          env=tools.python_env(), capture_output=True, text=True,
-                          timeout=PROBE_TIMEOUT_S, check=False)
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RuntimeError(f"the lldb-14 probe failed (exit {done.returncode}): {last}")
-    result: dict[str, dict[str, Any]] = json.loads(done.stdout)
-    return result
+        return None
+    return StartedProbe(python, tools.python_env(), libs, sample)
+
+
+def probe(deb_root: Path, python: Path, libs: list[Path], sample: int = SAMPLE) -> dict[str, dict[str, Any]]:
+    """The probe's JSON for each library (keyed by the path given), or {} without an lldb."""
+    started = start_probe(deb_root, python, libs, sample)
+    return {} if started is None else started.result()
 
 
 def optimized_out(result: dict[str, Any]) -> list[Unreadable]:

@@ -9,6 +9,7 @@ import re
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from orchestrator.verify.checks.state import State
 from orchestrator.verify.dwarf import debug_facts
@@ -17,6 +18,7 @@ from orchestrator.verify.inputs import VerifyConfig
 from orchestrator.verify.lldb_reading import (
     LLDB14_FLAGS,
     PROBE_TIMEOUT_S,
+    StartedProbe,
     flags_to_add,
     optimized_out,
     probe,
@@ -49,6 +51,25 @@ def _own(rel_prefix: str, patterns: Sequence[str]) -> bool:
 def code_free_library(obj: ElfInfo) -> bool:
     """A shared library (not a PIE executable: no interpreter) exporting nothing."""
     return obj.etype == "ET_DYN" and obj.interp is None and not obj.defined
+
+
+def probe_ahead_candidates(cfg: VerifyConfig, paths: list[Path]) -> list[Path]:
+    """Of the tree's ELF files (real paths), those the lldb probe will likely read: own files
+    in the prefix of a debug build type. verify/engine.py starts the probe on the ones whose
+    content is new (no verdict of theirs can be recorded) before it hashes and reads them."""
+    if cfg.build_type not in DEBUG_TYPES or "debug_info" in cfg.rules.skip \
+            or cfg.lldb_deb_root is None or cfg.interpreter is None:
+        return []
+    prefix = cfg.prefix.resolve()
+    out = []
+    for p in paths:
+        try:
+            in_prefix = p.relative_to(prefix).as_posix()
+        except ValueError:
+            continue
+        if _own(in_prefix, cfg.rules.own_libs):
+            out.append(p)
+    return out
 
 
 def check_debug_info(st: State) -> list[Finding]:
@@ -108,14 +129,33 @@ def check_debug_info(st: State) -> list[Finding]:
             out.append(Finding(check="debug_info", severity="fail", file=rel,
                                cause=f"variant {cfg.variant} ({bt}) must not carry debug info but {rel} "
                                      "has .debug_info (allow it with verify.release_debug_allowed)"))
-    out += _check_lldb_reads(cfg, readable, optimized=want_o != "0")
+    out += _check_lldb_reads(cfg, readable, optimized=want_o != "0", ahead=st.probe_ahead)
     if cfg.cmake:
         out += _check_cmake_cache(cfg)
     return out
 
 
+def _probe_results(cfg: VerifyConfig, paths: list[str],
+                   ahead: StartedProbe | None) -> dict[str, dict[str, Any]]:
+    """The probe's results for `paths`: those the probe started ahead (verify/engine.py)
+    covers from it, the others from a probe run now. An ahead probe that failed as a whole
+    (it also ran on files this check does not probe) is not trusted: all are probed now."""
+    assert cfg.lldb_deb_root is not None and cfg.interpreter is not None
+    covered = {str(p) for p in ahead.libs} if ahead is not None else set()
+    results: dict[str, dict[str, Any]] = {}
+    if ahead is not None and covered & set(paths):
+        try:
+            results = {p: r for p, r in ahead.result().items() if p in paths}
+        except RuntimeError:
+            covered = set()
+    rest = [Path(p) for p in paths if p not in covered]
+    if rest:
+        results.update(probe(cfg.lldb_deb_root, cfg.interpreter.path, rest))
+    return results
+
+
 def _check_lldb_reads(cfg: VerifyConfig, libs: dict[str, tuple[ElfInfo, list[str]]],
-                      optimized: bool) -> list[Finding]:
+                      optimized: bool, ahead: StartedProbe | None = None) -> list[Finding]:
     """The pinned lldb-14, headless, on a sample of each library's functions with parameters:
     a function it cannot find or whose parameters it cannot name and locate fails, naming
     the flags the variant lacks. In optimized code a few parameters the optimizer left no
@@ -124,7 +164,7 @@ def _check_lldb_reads(cfg: VerifyConfig, libs: dict[str, tuple[ElfInfo, list[str
         return []
     paths = {str(obj.path): rel for rel, (obj, _) in libs.items()}
     try:
-        results = probe(cfg.lldb_deb_root, cfg.interpreter.path, [Path(p) for p in paths])
+        results = _probe_results(cfg, list(paths), ahead)
     except subprocess.TimeoutExpired:
         return [Finding(check="debug_info", severity="warn", file="",
                         cause=f"the pinned lldb-14 did not finish reading {len(paths)} libraries "

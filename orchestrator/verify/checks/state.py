@@ -6,6 +6,7 @@ from pathlib import Path
 
 from orchestrator.verify.elf import ElfInfo, Undefined
 from orchestrator.verify.inputs import VerifyConfig
+from orchestrator.verify.lldb_reading import StartedProbe
 from orchestrator.verify.report import FileFacts
 from orchestrator.verify.resolve import Closure, Resolver, realpath, within
 
@@ -22,6 +23,8 @@ class State:
     # files not checked again: their facts from a clean earlier run (verify/cache.py)
     reused: dict[str, FileFacts] = field(default_factory=dict)
     unresolved: dict[str, list[Undefined]] = field(default_factory=dict)
+    # the lldb probe started before the files were hashed and read (engine.verify_tree)
+    probe_ahead: StartedProbe | None = None
     _blooms: dict[int, tuple[tuple[int, ...], int, int, int] | None] = field(default_factory=dict)
 
     def bloom(self, obj: ElfInfo) -> tuple[tuple[int, ...], int, int, int] | None:
