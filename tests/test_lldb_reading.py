@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.verify.inputs import Interpreter, VerifyConfig
 from orchestrator.verify.lldb_reading import optimized_out, probe, unreadable
+from orchestrator.verify.resolve import SearchConfig
 
 UNNAMED = """\
 namespace lr {
@@ -145,9 +147,7 @@ def test_a_library_is_probed_without_the_libraries_it_needs(tmp_path, session_to
     assert r["index_seconds"] > 0, r
 
 
-def _debug_config(art: Path, deb_root: Path, **kw) -> "VerifyConfig":
-    from orchestrator.verify.inputs import Interpreter, VerifyConfig
-    from orchestrator.verify.resolve import SearchConfig
+def _debug_config(art: Path, deb_root: Path, **kw) -> VerifyConfig:
     interp = Interpreter(path=Path("/usr/bin/python3"), version="3.11", ext_suffix=".so",
                          libpython_soname=None)
     return VerifyConfig(artifact="art", root=art, prefix=art / "prefix", variant="relwithdebinfo",
