@@ -37,7 +37,10 @@ Each round, ours then upstream's:
    ninja alone (all targets, the locked ccache as the compile launcher, as ours) and `cmake
    --install <tree> --prefix <work>/upstream/prefix` (the same install scripts; the prefix is
    the only change, as setup.py points it at torch/; installed once before the rounds, so
-   each round's install copies what changed, as a developer's does). Then the same DAP stop
+   each round's install copies what changed, as a developer's does). The tree is configured
+   with CMAKE_LINK_DEPENDS_NO_SHARED (builders/relink.py); upstream's CMake relinks every
+   target that links libtorch_cpu.so after it, so those are marked stale before upstream's
+   ninja (`cmake_default_relinks`) and its one run relinks them. Then the same DAP stop
    with PYTHONPATH at <work>/upstream/prefix/python (the artifact's torch/ Python package,
    copied there once, whose lib/ links to that prefix's lib/). No verify, no commit, no
    switch: upstream has none.
@@ -91,10 +94,12 @@ from pytorch_checkout import (  # noqa: E402
 )
 
 from orchestrator.builders.pytorch_source import SOURCE_COPY_STAMP  # noqa: E402
+from orchestrator.builders.relink import link_graph  # noqa: E402
 from orchestrator.ide.variables import resolve_variables  # noqa: E402
 from orchestrator.sources.prepared import TREE_STAMP  # noqa: E402
 
 EDITED = "aten/src/ATen/native/BinaryOps.cpp"
+EDITED_LIBRARY = "lib/libtorch_cpu.so"  # where the edited object is linked
 OBJECT = f"caffe2/CMakeFiles/torch_cpu.dir/__/{EDITED}.o"
 FUNCTION = "at::native::structured_sub_out::impl"
 # The body's first line follows this (2.6.0's TORCH_IMPL_FUNC(sub_out)).
@@ -139,6 +144,27 @@ def split_steps(steps: list[tuple[list[str], float]]) -> dict[str, float]:
             "link" if any(LINKED.search(o) for o in outputs) else "other ninja steps"
         out[kind] += seconds
     return out
+
+
+def cmake_default_relinks(build_dir: Path, library: str) -> list[str]:
+    """Upstream's rule, which the orchestrator's configure (CMAKE_LINK_DEPENDS_NO_SHARED,
+    builders/relink.py) turns off in this shared tree: a target whose link reads `library`,
+    or another target so relinked, relinks after it. Marked stale (mtime 0) before
+    upstream's ninja, so that its one run relinks them as CMake's default rule does."""
+    _shared, graph = link_graph(build_dir)
+    stale = {library}
+    grown = True
+    while grown:
+        grown = False
+        for out, libs in graph.items():
+            if out not in stale and libs & stale:
+                stale.add(out)
+                grown = True
+    stale.discard(library)
+    for out in stale:
+        if (build_dir / out).exists():
+            os.utime(build_dir / out, ns=(0, 0))
+    return sorted(Path(o).name for o in stale)
 
 
 def links_of(steps: list[tuple[list[str], float]]) -> list[str]:
@@ -218,6 +244,7 @@ class Loop:
         self.upstream = work / "upstream" / "prefix"
         self.tree = checkout(work, store, args.recipe)
         self.last_links: list[str] = []  # what the last round of ours relinked
+        self.their_links: list[str] = []  # what upstream's rule relinks beside EDITED_LIBRARY
         self.build_dir = Path()  # the checkout's build tree (prepare: its first build's)
 
     def ours(self, token: str) -> dict[str, float]:
@@ -252,6 +279,8 @@ class Loop:
         build_dir = self.build_dir
         edit(build_dir / "source" / EDITED, token)
         before = log_size(build_dir)
+        if not self.targets:
+            self.their_links = cmake_default_relinks(build_dir, EDITED_LIBRARY)
         t_ninja = ninja_alone(self.store, build_dir, self.args.jobs, self.targets)
         row = {**split_steps(appended_steps(build_dir / ".ninja_log", before)),
                "ninja (build phase)": t_ninja}
@@ -316,7 +345,9 @@ def report(loop: Loop, ours: dict[str, float], theirs: dict[str, float], load: t
     for col in ("phase", "ours s", "upstream s", "ours / upstream"):
         table.add_column(col, justify="left" if col == "phase" else "right")
     links = ", ".join(loop.last_links) or "none"
-    names = {"link": f"link ({links})"}
+    theirs_extra = sorted(set(loop.their_links) - set(loop.last_links))
+    names = {"link": f"link (ours: {links}; upstream also: {', '.join(theirs_extra)})"
+             if theirs_extra else f"link ({links})"}
     order = ["recompile", "link", "other ninja steps", "ninja (build phase)", "install", "verify",
              "commit", REST, TO_PATCHED, TO_COPY, "build total",
              "doit switch (the preLaunchTask's activation)", "debugger: launch → stop", "edit → stop"]
@@ -339,7 +370,8 @@ def report(loop: Loop, ours: dict[str, float], theirs: dict[str, float], load: t
     print(json.dumps({"recipe": args.recipe, "variant": args.variant, "targets": loop.targets,
                       "rounds": args.rounds, "jobs": args.jobs, "load": list(load),
                       "ours_s": ours, "upstream_s": theirs, "goal_s": goal, "goal_met": met,
-                      "links": loop.last_links}, ensure_ascii=False))
+                      "links": loop.last_links, "upstream_links_also": loop.their_links},
+                     ensure_ascii=False))
 
 
 def main() -> None:

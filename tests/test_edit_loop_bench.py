@@ -10,7 +10,16 @@ from conftest import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 from pytorch_checkout import appended_steps, phases  # noqa: E402
-from pytorch_edit_loop import ANCHOR, EDITED, OBJECT, edit, edited_line, links_of, split_steps  # noqa: E402
+from pytorch_edit_loop import (  # noqa: E402
+    ANCHOR,
+    EDITED,
+    OBJECT,
+    cmake_default_relinks,
+    edit,
+    edited_line,
+    links_of,
+    split_steps,
+)
 
 HEADER = "# ninja log v5\n"
 EARLIER = "0\t61000\t1\tcaffe2/CMakeFiles/torch_cpu.dir/__/aten/src/ATen/native/Copy.cpp.o\tabc\n"
@@ -71,3 +80,32 @@ def test_a_tree_without_the_function_is_one_line(tmp_path):
     with pytest.raises(SystemExit, match=r"TORCH_IMPL_FUNC\(sub_out\) not found"):
         edit(path, "x")
     assert path.read_text() == "// another version\n"
+
+
+def test_upstreams_relinks_are_made_in_a_tree_configured_without_them(tmp_path):
+    """The shared build tree has CMAKE_LINK_DEPENDS_NO_SHARED (builders/relink.py); the
+    upstream side marks what CMake's default rule relinks after libbase.so, transitively, and
+    its one ninja run relinks them. A real cmake + ninja tree of three links."""
+    import os
+    import shutil
+    import subprocess
+
+    src, build = tmp_path / "src", tmp_path / "build"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.18)\nproject(p C)\nadd_library(base SHARED base.c)\n"
+        "add_library(mid SHARED mid.c)\ntarget_link_libraries(mid base)\n"
+        "add_library(top SHARED top.c)\ntarget_link_libraries(top mid)\n"
+        "add_library(alone SHARED alone.c)\n")
+    for name, body in (("base", "int b(void){return 1;}"), ("mid", "int b(void); int m(void){return b();}"),
+                       ("top", "int m(void); int t(void){return m();}"), ("alone", "int a(void){return 0;}")):
+        (src / f"{name}.c").write_text(body + "\n")
+    ninja = shutil.which("ninja")
+    subprocess.run(["cmake", "-S", src, "-B", build, "-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}",
+                    "-DCMAKE_LINK_DEPENDS_NO_SHARED=ON"], check=True, capture_output=True)
+    subprocess.run([ninja, "-C", build], check=True, capture_output=True)
+    assert cmake_default_relinks(build, "libbase.so") == ["libmid.so", "libtop.so"]
+    assert os.stat(build / "libtop.so").st_mtime_ns == 0
+    before = (build / ".ninja_log").stat().st_size
+    subprocess.run([ninja, "-C", build], check=True, capture_output=True)
+    assert links_of(appended_steps(build / ".ninja_log", before)) == ["libmid.so", "libtop.so"]
