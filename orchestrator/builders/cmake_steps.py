@@ -33,7 +33,8 @@ def configure_args(ctx: BuildContext, overrides: dict[str, str] | None = None,
     """-G Ninja and one -D per define: ours, then the builder's overrides, then the variant's
     (each name once, so a flag set by two layers never appears twice on a compile line)."""
     tc, var = ctx.toolchain, ctx.plan.variant
-    flags = " ".join([*ctx.prefix_map_flags(), *(extra_flags or []), *var.cflags])
+    flags = " ".join([*ctx.prefix_map_flags(), *ctx.split_dwarf_flags(), *(extra_flags or []),
+                      *var.cflags])
     defines: dict[str, str] = {
         "CMAKE_BUILD_TYPE": var.build_type,
         "CMAKE_EXPORT_COMPILE_COMMANDS": "ON",

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from orchestrator.builders.compile_cache.kind import OFF, CompileCache
-from orchestrator.model.logical_paths import LOGICAL_BUILD_ROOT, LOGICAL_SRC_ROOT
+from orchestrator.model.logical_paths import DWO_DIR, LOGICAL_BUILD_ROOT, LOGICAL_SRC_ROOT
 from orchestrator.plan.derivation import Plan
 from orchestrator.store.artifacts import Store
 from orchestrator.toolchain.materialize import Toolchain
@@ -80,11 +80,23 @@ class BuildContext:
         build tree), so it is named `/orch/src/<recipe>/...` as a checkout is."""
         flags = [f"-ffile-prefix-map={self.source_dir}={self.logical_source}",
                  f"-ffile-prefix-map={self.build_dir}={self.logical_build}"]
+        if self.plan.variant.split_dwarf:
+            # The unit's comp_dir (the build tree itself) becomes DWO_DIR, where lldb finds
+            # its .dwo beside the installed library; paths inside the build tree keep their
+            # logical name, those ccache made relative to it too (the first map: an empty
+            # prefix matches them), and other absolute paths stay as they are ("/=/").
+            flags = [f"-ffile-prefix-map=={self.logical_build}/", "-ffile-prefix-map=/=/",
+                     flags[0], f"-fdebug-prefix-map={self.build_dir}={DWO_DIR}",
+                     f"-ffile-prefix-map={self.build_dir}/={self.logical_build}/"]
         if self.source_dir.is_relative_to(self.build_dir) and self.source_dir != self.build_dir:
             flags += [f"-ffile-prefix-map={self.source_dir}={self.logical_source}",
                       f"-ffile-prefix-map={self.source_dir.relative_to(self.build_dir).as_posix()}"
                       f"={self.logical_source}"]
         return flags
+
+    def split_dwarf_flags(self) -> list[str]:
+        """-gsplit-dwarf where the variant asks for it (builders/split_dwarf.py)."""
+        return ["-gsplit-dwarf"] if self.plan.variant.split_dwarf else []
 
     def prefix_map(self) -> dict[str, str]:
         return {self.logical_source: "source", self.logical_build: "build"}

@@ -234,7 +234,8 @@ def pytorch_defines(ctx: BuildContext, opts: PyTorchOptions, env: dict[str, str]
     if py["numpy_include"]:
         defines["NUMPY_INCLUDE_DIR"] = py["numpy_include"]
     link = source_link_flags(ctx.build_dir / SOURCE_COPY, ctx.logical_source) if linked_source else []
-    flags = " ".join([*ctx.prefix_map_flags(), *link, *ctx.plan.variant.cflags])
+    flags = " ".join([*ctx.prefix_map_flags(), *ctx.split_dwarf_flags(), *link,
+                      *ctx.plan.variant.cflags])
     defines["CMAKE_C_FLAGS"] = " ".join(x for x in (flags, env.get("CFLAGS", "")) if x)
     defines["CMAKE_CXX_FLAGS"] = " ".join(
         x for x in (flags, env.get("CXXFLAGS", env.get("CFLAGS", ""))) if x)

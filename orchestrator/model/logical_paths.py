@@ -8,3 +8,7 @@ from __future__ import annotations
 
 LOGICAL_SRC_ROOT = "/orch/src"
 LOGICAL_BUILD_ROOT = "/orch/build"
+
+# Split DWARF: the comp_dir the compile lines give every unit, and the directory beside each
+# installed library that holds its units' .dwo files (builders/split_dwarf.py).
+DWO_DIR = ".dwo"

@@ -89,6 +89,16 @@ class VariantSpec(_Strict):
     defines: dict[ArgStr, DefineValue] = {}
     env: dict[EnvKey, ArgStr] = {}
     cflags: list[ArgStr] = []
+    # Split DWARF (builders/split_dwarf.py): links write skeletons, the .dwo files go beside
+    # each installed library. Unset leaves the artifact ids of older recipes alone.
+    split_dwarf: bool = False
+
+    @model_validator(mode="after")
+    def _split_dwarf_needs_debug_info(self) -> VariantSpec:
+        if self.split_dwarf and self.build_type not in ("RelWithDebInfo", "Debug"):
+            raise ValueError(f"split_dwarf needs a build type with debug info (RelWithDebInfo or "
+                             f"Debug), not {self.build_type}: remove it from this variant")
+        return self
 
 
 class OutputSpec(_Strict):
@@ -170,6 +180,15 @@ class Recipe(_Strict):
         return v
 
     @model_validator(mode="after")
+    def _split_dwarf_where_built_by_cmake(self) -> Recipe:
+        split = [n for n, v in self.variants.items() if v.split_dwarf]
+        if split and self.build.system not in ("cmake", "pytorch"):
+            raise ValueError(f"variants.{split[0]}.split_dwarf needs build.system \"cmake\" or "
+                             f"\"pytorch\" (the .dwo files are found in a CMake build tree), not "
+                             f"{self.build.system!r}: remove it")
+        return self
+
+    @model_validator(mode="after")
     def _fits_a_command_line(self) -> Recipe:
         parts: list[BuildSpec | VariantSpec] = [self.build, *self.variants.values()]
         total: int = sum(len(str(x).encode()) for p in parts
@@ -195,6 +214,7 @@ class ResolvedVariant(_Strict):
     env: dict[str, str]
     cflags: list[str]
     targets: list[str]
+    split_dwarf: bool = False  # left out of the derivation while unset (plan/derivation.py)
 
 
 def resolve_variant(recipe: Recipe, variant: str, *, where: str) -> ResolvedVariant:
@@ -211,6 +231,7 @@ def resolve_variant(recipe: Recipe, variant: str, *, where: str) -> ResolvedVari
         env={**recipe.build.env, **v.env},
         cflags=[*recipe.build.cflags, *v.cflags],
         targets=list(recipe.build.targets),
+        split_dwarf=v.split_dwarf,
     )
 
 

@@ -87,7 +87,8 @@ def derivation_of(recipe: Recipe, variant: ResolvedVariant, inputs: dict[str, Lo
             "source": recipe.source.model_dump(mode="json"),
             "outputs": recipe.outputs.model_dump(mode="json"),
         },
-        "variant": variant.model_dump(mode="json"),
+        # exclude_defaults: split_dwarf, unset, keeps the ids of the variants that predate it
+        "variant": variant.model_dump(mode="json", exclude_defaults=True),
         "inputs": {k: e.digest() for k, e in sorted(inputs.items())},
         "source": source_identity,
         "platform": platform_facts(),

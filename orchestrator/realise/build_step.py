@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from orchestrator.builders import bytecode
+from orchestrator.builders import bytecode, split_dwarf
 from orchestrator.builders.cmake_steps import CONFIGURE_STAMP
 from orchestrator.builders.compile_cache import launcher
 from orchestrator.builders.compile_cache.wrappers import build_path
@@ -53,6 +53,9 @@ def run_builder(settings: Settings, store: Store, plan: Plan, toolchain: Toolcha
         launcher.report_build(cc, build_dir)  # the summary's hits/misses line
     finally:
         launcher.end_build(cc)  # sccache: its server stops with the build
+    if plan.variant.split_dwarf:
+        placed = split_dwarf.place_dwo_files(used)
+        console.print(f"[dim]split DWARF: {placed} .dwo file(s) beside their libraries[/]")
     install_runtime(store, toolchain, plan.runtime, stage)  # [runtime] requires, pinned
     compiled = bytecode.compile_packages(stage / "prefix", plan.recipe.outputs.python,
                                          toolchain.python, build_dir / bytecode.CACHE, settings.jobs)
@@ -117,8 +120,8 @@ def reuse_installed(store: Store, stage: Path, committed: CommittedCopies,
     digest, installed = epoch
 
     def source_of(rel: str) -> Path | None:
-        if rel.startswith("prefix/"):
-            return installed.source_of(rel[len("prefix/"):])
+        if rel.startswith("prefix/"):  # installed, or the builder's copy (a .dwo file)
+            return installed.source_of(rel[len("prefix/"):]) or copies.get(rel)
         return copies.get(rel)
 
     store.reuse_unchanged(stage, committed.build_dir, digest, source_of,

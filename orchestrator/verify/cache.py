@@ -38,6 +38,7 @@ from orchestrator.hashing import (
     remembered_sha256,
     sha256_file,
 )
+from orchestrator.model.logical_paths import DWO_DIR
 from orchestrator.verify.elf_interface import link_interface
 from orchestrator.verify.inputs import VerifyConfig, rules_data
 from orchestrator.verify.report import FileFacts, Finding
@@ -111,6 +112,7 @@ class RootKeys:
         self.cfg, self.resolver = cfg, resolver
         self.root = realpath(str(cfg.root))
         self.base = digest_of([SCHEMA, code_digest(), self.config_digest()])
+        self._dwo: dict[str, list[str] | None] = {}
 
     def norm(self, path: Path | str | None) -> str | None:
         """A path as the key holds it: relative to the tree when inside it."""
@@ -142,6 +144,9 @@ class RootKeys:
                 closures.append(self.resolver.closure(path, [cfg.interpreter.path], heads=True))
             parts: list[object] = [self.base, rel]
             own = realpath(str(path))
+            dwo = self.dwo_names(os.path.dirname(own))
+            if dwo is not None:  # split DWARF: the debug-info check looks for its .dwo files
+                parts.append(dwo)
             for c in closures:
                 if c.missing:
                     return None
@@ -156,6 +161,17 @@ class RootKeys:
         return [[self.identity(o.path) if realpath(str(o.path)) == own else self.interface(o.path)
                  for o in c.objects],
                 [[e.soname, self.norm(e.needed_by), self.norm(e.path)] for e in c.edges]]
+
+    def dwo_names(self, directory: str) -> list[str] | None:
+        """The .dwo files beside a split-DWARF library (`<its directory>/.dwo`), by name; None
+        where there is no such directory. Names, not bytes: an edit rewrites one unit's .dwo
+        and leaves the verdicts of the libraries beside it valid, as their link interfaces do."""
+        if directory not in self._dwo:
+            base = os.path.join(directory, DWO_DIR)
+            self._dwo[directory] = sorted(
+                os.path.relpath(os.path.join(d, f), base)
+                for d, _dirs, files in os.walk(base) for f in files) if os.path.isdir(base) else None
+        return self._dwo[directory]
 
     def interface(self, path: Path) -> list[object]:
         """An object another file loads: by its link interface when it lies in the tree

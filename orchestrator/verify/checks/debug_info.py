@@ -72,6 +72,14 @@ def probe_ahead_candidates(cfg: VerifyConfig, paths: list[Path]) -> list[Path]:
     return out
 
 
+def _shown(path: str, prefix: Path) -> str:
+    """A path inside the artifact relative to its prefix, any other as it is."""
+    try:
+        return Path(path).resolve().relative_to(prefix.resolve()).as_posix()
+    except ValueError:
+        return path
+
+
 def check_debug_info(st: State) -> list[Finding]:
     """relwithdebinfo/debug: own libraries carry DWARF made with -g and the expected -O;
     release: none. meta/CMakeCache.txt records the expected build type."""
@@ -105,6 +113,14 @@ def check_debug_info(st: State) -> list[Finding]:
                 out.append(Finding(check="debug_info", severity="fail", file=rel,
                                    cause=f"variant {cfg.variant} ({bt}) expects DWARF but {rel} has no "
                                          f"{' and no '.join(lacking)}"))
+                continue
+            if facts.missing_dwo:
+                out.append(Finding(check="debug_info", severity="fail", file=rel,
+                                   cause=f"{len(facts.missing_dwo)} of {len(facts.dwo_files)} split-DWARF "
+                                         f"unit(s) of {rel} name a .dwo that is not there, e.g. "
+                                         f"{_shown(facts.missing_dwo[0], cfg.prefix)}: the debugger reads "
+                                         "their variables from it (a variant's split_dwarf places each "
+                                         "library's .dwo files in .dwo/ beside it)"))
                 continue
             compilers = [p for p in facts.producers if _COMPILER_PRODUCER.match(p)]
             flags = [(p, *producer_flags(p)) for p in compilers]
