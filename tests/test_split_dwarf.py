@@ -17,7 +17,7 @@ from orchestrator.errors import UserError
 from orchestrator.model.recipe import load_recipe
 from orchestrator.verify.dwarf import debug_facts, skeleton_units
 from orchestrator.verify.elf import read_elf
-from tests.conftest import run_doit
+from tests.conftest import copy_project, run_doit
 
 SPLIT = """description = "the demo, split DWARF"
 [source]
@@ -76,9 +76,8 @@ def test_the_artifact_carries_each_units_dwo_and_lldb_reads_it(project, doit, st
     # The build tree's .dwo files gone: lldb reads the artifact's, through the workspace.
     for dwo in (store / "build").rglob("*.dwo"):
         dwo.unlink()
-    ws = tmp_path / "ws"
-    for d in ("dodo.py", "recipes", "locks"):
-        (shutil.copytree if (project / d).is_dir() else shutil.copy2)(project / d, ws / d)
+    ws = copy_project(tmp_path / "ws")
+    shutil.copy2(project / "recipes" / "demosplit.toml", ws / "recipes")
     for args in (("switch", "recipe=demosplit", "variant=relwithdebinfo", "substitute=0"), ("vscode",)):
         res = run_doit(ws, *args, f"store={store}")
         assert res.returncode == 0, res.output[-3000:]
@@ -93,6 +92,17 @@ def test_the_artifact_carries_each_units_dwo_and_lldb_reads_it(project, doit, st
     assert re.search(r"frame #0: .*add_kernel\(.*\) at add_kernel\.cpp:\d+", text), text
     assert "(double) alpha = 2.5" in text, text
     assert re.search(r"\(const demo::Tensor &\) self = 0x[0-9a-f]+", text), text
+    # gdb too, with the generated .gdbinit (the add_kernel@plt stub stops first: go on).
+    skip_plt = ('python (gdb.execute("continue") '
+                'if gdb.selected_frame().find_sal().symtab is None else None)')
+    out = subprocess.run(
+        ["gdb", "-batch", "-nx", "-x", str(ws / ".gdbinit"), "-ex", "break demo::native::add_kernel",
+         "-ex", "run", "-ex", skip_plt, "-ex", "print alpha", "-ex", "print self.numel()",
+         "--args", str(ws / ".orch/toolchain/venv/bin/python"), str(ws / "call_add.py")],
+        cwd=ws, capture_output=True, text=True, timeout=120)
+    text = out.stdout + out.stderr
+    assert re.search(r"add_kernel \(self=.*\) at /orch/src/demosplit/ops/add_kernel\.cpp:\d+", text), text
+    assert re.search(r"\$1 = 2\.5\b", text), text
 
     # A .dwo missing from a copy of the artifact: verify fails, naming the library and the file.
     copy = tmp_path / "copy"
