@@ -120,6 +120,11 @@ NOTES: dict[str, tuple[str, str]] = {
     "variants.<name>.cflags": ("Flags of this variant, after build.cflags: a setup.py's own "
                                "`-O3` or `-s` in extra_compile_args comes later still (see the "
                                "worked example).", 'cflags = ["-gdwarf-4"]'),
+    "variants.<name>.split_dwarf": ("Split DWARF (cmake and pytorch recipes, RelWithDebInfo or "
+                                    "Debug): each object's debug info goes to a .dwo file, so links "
+                                    "write only skeletons; the artifact carries the .dwo files in "
+                                    "`.dwo/` beside each library, where lldb-14 and gdb read them "
+                                    "(docs/debugging.md).", "split_dwarf = true"),
     "outputs": ("Where the installed prefix keeps what the workspace puts on its paths.",
                 "[outputs]"),
     "outputs.lib": ("Library directories of the prefix (LD_LIBRARY_PATH of a switch is never "
