@@ -95,11 +95,10 @@ class BuildContext:
         return flags
 
     def split_dwarf_flags(self) -> list[str]:
-        """-gsplit-dwarf where the variant asks for it (builders/split_dwarf.py). GCC adds GNU
-        pubnames to split units for gdb's index; lldb-14 does not read them, and they were
-        two thirds of the linked debug info of libc10.so: -gno-pubnames (a recipe's cflags,
-        later on the line, may ask for them again: -ggnu-pubnames)."""
-        return ["-gsplit-dwarf", "-gno-pubnames"] if self.plan.variant.split_dwarf else []
+        """-gsplit-dwarf where the variant asks for it (builders/split_dwarf.py). GCC 12 adds
+        GNU pubnames to split units whatever -gno-pubnames says (two thirds of libc10.so's
+        linked debug info; lldb-14 does not read them)."""
+        return ["-gsplit-dwarf"] if self.plan.variant.split_dwarf else []
 
     def prefix_map(self) -> dict[str, str]:
         return {self.logical_source: "source", self.logical_build: "build"}
