@@ -15,6 +15,8 @@ import pytest
 
 from orchestrator.errors import UserError
 from orchestrator.model.recipe import load_recipe
+from orchestrator.realise.build_step import epoch_of
+from orchestrator.store.stage_record import read_record
 from orchestrator.verify.dwarf import debug_facts, skeleton_units
 from orchestrator.verify.elf import read_elf
 from tests.conftest import copy_project, run_doit
@@ -74,7 +76,7 @@ def test_the_artifact_carries_each_units_dwo_and_lldb_reads_it(project, doit, st
     assert split * 10 < full, (split, full)
 
     # The build tree's .dwo files gone: lldb reads the artifact's, through the workspace.
-    for dwo in (store / "build").rglob("*.dwo"):
+    for dwo in (p for p in (store / "build").rglob("*.dwo") if p.is_file()):
         dwo.unlink()
     ws = copy_project(tmp_path / "ws")
     shutil.copy2(project / "recipes" / "demosplit.toml", ws / "recipes")
@@ -153,3 +155,32 @@ def test_split_dwarf_outside_cmake_is_one_line(tmp_path) -> None:
     (tmp_path / "wheel.toml").write_text(SPLIT.replace('system = "cmake"', 'system = "setuptools"'))
     with pytest.raises(UserError, match='split_dwarf needs build.system "cmake" or "pytorch"'):
         load_recipe(tmp_path, "wheel")
+
+
+def test_an_edit_copies_only_its_units_dwo(project, doit, store) -> None:
+    """The second build after an edit of add_kernel.cpp: its .dwo is new, every other .dwo is
+    the first artifact's committed inode (BuildContext.keep_copy and the stage record)."""
+    (project / "recipes" / "demosplit.toml").write_text(SPLIT)
+    first = built(doit, "demosplit")
+    kernel = project / "recipes" / "demo" / "ops" / "add_kernel.cpp"
+    kernel.write_text(kernel.read_text().replace("const int64_t n = self.numel();",
+                                                 "const int64_t n = self.numel();\n  (void)0;"))
+    second = built(doit, "demosplit")
+    assert first != second
+
+    def dwo_inodes(art: Path) -> dict[str, int]:
+        return {p.relative_to(art).as_posix(): p.stat().st_ino
+                for p in (art / "prefix").rglob("*.dwo") if p.is_file()}
+
+    a, b = dwo_inodes(first), dwo_inodes(second)
+    assert set(a) == set(b) and len(a) == 4, (a, b)
+    changed = sorted(k for k in a if a[k] != b[k])
+    assert changed == ["prefix/lib/.dwo/CMakeFiles/demo_ops.dir/ops/add_kernel.cpp.dwo"], changed
+    # Linked before the commit, not copied and hashed again: the build tree's stage record,
+    # which the next build's copies are looked up in, holds every .dwo copy.
+    [tree] = [d for d in (store / "build").iterdir() if d.name.startswith("demosplit-")]
+    epoch = epoch_of(tree)
+    assert epoch is not None
+    recorded = read_record(store, tree, epoch[0])
+    assert {k.removeprefix("prefix/") for k in recorded if k.endswith(".dwo")} == \
+        {k.removeprefix("prefix/") for k in b}, sorted(recorded)
