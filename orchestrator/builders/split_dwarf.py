@@ -10,6 +10,7 @@ linked, since the next compile rewrites the build tree's file; an unchanged one 
 committed inode (BuildContext.keep_copy)."""
 from __future__ import annotations
 
+import struct
 from pathlib import Path, PurePosixPath
 
 from orchestrator.builders.context import BuildContext
@@ -28,11 +29,14 @@ def place_dwo_files(ctx: BuildContext) -> int:
         rel = path.relative_to(prefix)
         if DWO_DIR in rel.parts or path.is_symlink() or not path.is_file() or not is_elf(path):
             continue
-        info = read_elf(path, symbols=False)
         try:
-            units = skeleton_units(path, info)
-        finally:
-            info.close()
+            info = read_elf(path, symbols=False)
+            try:
+                units = skeleton_units(path, info)
+            finally:
+                info.close()
+        except (OSError, ValueError, IndexError, struct.error):
+            continue  # not an ELF file this reader takes: verify reports what it cannot read
         for comp_dir, name in units:
             if comp_dir != DWO_DIR:  # not this variant's (a recipe's own -gsplit-dwarf):
                 continue             # verify's debug-info check names what lldb cannot find
