@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Protocol
 
 from orchestrator.builders.compile_cache.kind import OFF, CompileCache
-from orchestrator.model.logical_paths import DWO_DIR, LOGICAL_BUILD_ROOT, LOGICAL_SRC_ROOT
+from orchestrator.model.logical_paths import DWO_DIR, logical_build, logical_source
 from orchestrator.plan.derivation import Plan
 from orchestrator.store.artifacts import Store
 from orchestrator.toolchain.materialize import Toolchain
@@ -67,11 +67,11 @@ class BuildContext:
         """Where debug info names the source: `/orch/src/<recipe>`, also for a per-build copy
         inside the build tree (a pinned PyTorch tree's `source/`): its objects then agree
         byte for byte with a checkout's, and the compile cache may hand one the other's."""
-        return f"{LOGICAL_SRC_ROOT}/{self.plan.recipe.name}"
+        return logical_source(self.plan.recipe.name)
 
     @property
     def logical_build(self) -> str:
-        return f"{LOGICAL_BUILD_ROOT}/{self.plan.recipe.name}-{self.plan.variant_name}"
+        return logical_build(self.plan.recipe.name, self.plan.variant_name)
 
     def prefix_map_flags(self) -> list[str]:
         """Debug info and __FILE__ name logical roots, not this machine's paths. GCC applies

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from orchestrator.model.logical_paths import LOGICAL_BUILD_ROOT, LOGICAL_SRC_ROOT
+from orchestrator.model.logical_paths import LOGICAL_BUILD_ROOT, logical_source
 
 WS = "${workspaceFolder}"
 
@@ -87,7 +87,7 @@ class IdeSpec:
         (and stops reading the file), so the build root is mapped only when the active
         artifact keeps generated sources (meta/build)."""
         pairs = []
-        logical = f"{LOGICAL_SRC_ROOT}/{self.recipe}"
+        logical = logical_source(self.recipe)
         if self.checkout_dir is not None and self.checkout_dir != self.source_dir:
             pairs.append((logical, str(self.checkout_dir) if absolute else self.under_ws(self.checkout_dir)))
         if self.source_logical and self.source_logical != logical:
@@ -96,7 +96,7 @@ class IdeSpec:
         # Generated sources the artifact keeps at their logical path (lldb tries each
         # matching map in order and takes the first file that exists).
         if (self.workspace / f".orch/profile/meta/src/{self.recipe}").is_dir():
-            pairs.append((f"{LOGICAL_SRC_ROOT}/{self.recipe}",
+            pairs.append((logical_source(self.recipe),
                           self.ws(f".orch/profile/meta/src/{self.recipe}", absolute)))
         if (self.workspace / ".orch/profile/meta/build").is_dir():
             pairs.append((LOGICAL_BUILD_ROOT, self.ws(".orch/profile/meta/build", absolute)))

@@ -25,6 +25,7 @@ from orchestrator.builders.runtime_site import install_runtime
 from orchestrator.config.settings import Settings
 from orchestrator.console import console
 from orchestrator.hashing import digest_of
+from orchestrator.model.logical_paths import logical_build, logical_source
 from orchestrator.plan.derivation import Plan
 from orchestrator.store.artifacts import Store
 from orchestrator.store.stage_record import read_record
@@ -39,7 +40,8 @@ def run_builder(settings: Settings, store: Store, plan: Plan, toolchain: Toolcha
     cc = launcher.for_build(settings, compile_cache, toolchain.deb_root, store.paths.ccache,
                             toolchain.venv)
     env = {**toolchain.build_env(),
-           **cc.env(store.root, launcher.begin_stats(build_dir), plan.source_dir),
+           **cc.env(store.root, launcher.begin_stats(build_dir), plan.source_dir,
+                    (logical_source(plan.recipe.name), logical_build(plan.recipe.name, plan.variant_name))),
            **plan.variant.env, "MAX_JOBS": str(settings.jobs)}
     env["PATH"] = build_path(env["PATH"], toolchain.venv / "bin", cc, build_dir)  # no stray launcher
     ctx = BuildContext(plan=plan, toolchain=toolchain, source_dir=plan.source_dir,

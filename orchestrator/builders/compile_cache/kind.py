@@ -15,7 +15,8 @@ SCCACHE_IDLE_S = "300"  # a server left behind by a killed build exits on its ow
 # ccache's namespace (hashed into every entry). The prefix maps are left out of the hash
 # (CCACHE_IGNOREOPTIONS), so a change of what they map to must change this: no entry written
 # under the old mapping may answer. orch-2: a pinned PyTorch tree's copy maps to
-# /orch/src/<recipe> (it named /orch/build/<recipe>-<variant>/source before).
+# /orch/src/<recipe> (it named /orch/build/<recipe>-<variant>/source before). Each build adds
+# the logical roots its maps name (CompileCache.env), so only the same recipe and variant share.
 CCACHE_NAMESPACE = "orch-2"
 
 
@@ -55,8 +56,12 @@ class CompileCache:
         return {f"CMAKE_{lang}_COMPILER_LAUNCHER": str(self.launcher) for lang in LANGS}
 
     def env(self, base_dir: Path, stats_log: Path | None = None,
-            source_dir: Path | None = None) -> dict[str, str]:
-        """ccache's configuration for one build, all from the environment (no user config)."""
+            source_dir: Path | None = None, logical_roots: tuple[str, ...] = ()) -> dict[str, str]:
+        """ccache's configuration for one build, all from the environment (no user config).
+        `logical_roots` (the names the build's prefix maps give its source and build tree)
+        go into ccache's namespace: the maps themselves are left out of the hash, so without
+        them a recipe or variant of another name would be handed objects whose debug info
+        names the other one's paths."""
         if not self.enabled:
             return {}
         assert self.directory is not None
@@ -68,7 +73,7 @@ class CompileCache:
             "CCACHE_CONFIGPATH": str(self.directory / "ccache.conf"),
             "CCACHE_BASEDIR": str(base_dir),
             "CCACHE_NOHASHDIR": "1",
-            "CCACHE_NAMESPACE": CCACHE_NAMESPACE,
+            "CCACHE_NAMESPACE": ":".join((CCACHE_NAMESPACE, *logical_roots)),
             "CCACHE_IGNOREOPTIONS": "-ffile-prefix-map=* -fdebug-prefix-map=* -fmacro-prefix-map=* "
                                     "-Xcompiler=-ffile-prefix-map=*",  # nvcc: the host maps
             "CCACHE_SLOPPINESS": "include_file_mtime,include_file_ctime,time_macros,locale",
