@@ -10,26 +10,10 @@ import subprocess
 from pathlib import Path
 
 from orchestrator.model.recipe import BuildSpec
+from tests.linked_project import write_linked_recipe
 
 DEFAULT_CMAKE_USES = '["python", "compiler:cc", "compiler:cxx", "pypi:cmake", "pypi:ninja"]'
 MOLD_USES = DEFAULT_CMAKE_USES[:-1] + ', "deb:mold"]'
-
-
-def _recipe(project: Path, name: str, build: str) -> None:
-    src = project / "recipes" / name
-    src.mkdir(parents=True, exist_ok=True)
-    (src / "CMakeLists.txt").write_text(
-        "cmake_minimum_required(VERSION 3.18)\nproject(linked CXX)\n"
-        "set(CMAKE_INSTALL_RPATH \"$ORIGIN/../lib\")\n"
-        "add_library(twice SHARED twice.cpp)\n"
-        "add_executable(main main.cpp)\ntarget_link_libraries(main twice)\n"
-        "install(TARGETS twice main)\n")
-    (src / "twice.cpp").write_text("int twice(int x) { return 2 * x; }\n")
-    (src / "main.cpp").write_text("int twice(int);\nint main() { return twice(21) == 42 ? 0 : 1; }\n")
-    (project / "recipes" / f"{name}.toml").write_text(
-        f'description = "two linked outputs"\n[source]\nkind = "path"\npath = "{name}"\n'
-        f'[build]\nsystem = "cmake"\n{build}\n'
-        '[variants.release]\nbuild_type = "Release"\n')
 
 
 def _comment(path: Path) -> str:
@@ -38,8 +22,8 @@ def _comment(path: Path) -> str:
 
 
 def test_a_cmake_recipe_links_with_the_locked_mold(project, doit) -> None:
-    _recipe(project, "withmold", f'linker = "mold"\nuses = {MOLD_USES}')
-    _recipe(project, "withld", f"uses = {DEFAULT_CMAKE_USES}")
+    write_linked_recipe(project, "withmold", f'linker = "mold"\nuses = {MOLD_USES}')
+    write_linked_recipe(project, "withld", f"uses = {DEFAULT_CMAKE_USES}")
     arts = {}
     for name in ("withmold", "withld"):
         res = doit("build", "format=json", f"recipe={name}", "variant=release")
@@ -75,7 +59,7 @@ def test_mold_writes_the_gdb_index_gdb_reads_with_gnu_pubnames(project, doit) ->
     a pull). Without the pubnames mold writes an index without names, which gdb passes over."""
     lldb14 = '"-gdwarf-4", "-fno-reorder-blocks-and-partition"'
     for name, cflags in (("indexed", f'[{lldb14}, "-ggnu-pubnames"]'), ("nonames", f"[{lldb14}]")):
-        _recipe(project, name, f'linker = "mold"\nuses = {MOLD_USES}')
+        write_linked_recipe(project, name, f'linker = "mold"\nuses = {MOLD_USES}')
         toml = project / "recipes" / f"{name}.toml"
         toml.write_text(toml.read_text() + (
             f'[variants.relwithdebinfo]\nbuild_type = "RelWithDebInfo"\ncflags = {cflags}\n'

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.builders import relink
+from tests.linked_project import write_linked_recipe
 
 CMAKE, NINJA = shutil.which("cmake"), shutil.which("ninja")
 LISTS = """cmake_minimum_required(VERSION 3.18)
@@ -166,19 +167,7 @@ def test_a_run_killed_before_the_relink_relinks_next_time(tree, tmp_path) -> Non
 def test_doit_build_relinks_only_the_edited_library(project, doit) -> None:
     """The cmake builder configures with NO_SHARED and settles after ninja: the second
     build's meta/ninja_log links libtwice.so only, and its main is the first build's."""
-    src = project / "recipes" / "relinked"
-    src.mkdir(parents=True)
-    (src / "CMakeLists.txt").write_text(
-        "cmake_minimum_required(VERSION 3.18)\nproject(relinked CXX)\n"
-        "set(CMAKE_INSTALL_RPATH \"$ORIGIN/../lib\")\n"
-        "add_library(twice SHARED twice.cpp)\n"
-        "add_executable(main main.cpp)\ntarget_link_libraries(main twice)\n"
-        "install(TARGETS twice main)\n")
-    (src / "twice.cpp").write_text("int twice(int x) { return 2 * x; }\n")
-    (src / "main.cpp").write_text("int twice(int);\nint main() { return twice(21) == 42 ? 0 : 1; }\n")
-    (project / "recipes" / "relinked.toml").write_text(
-        'description = "a library and a program that links it"\n[source]\nkind = "path"\n'
-        'path = "relinked"\n[build]\nsystem = "cmake"\n[variants.release]\nbuild_type = "Release"\n')
+    src = write_linked_recipe(project, "relinked")
     arts = []
     for body in ("2 * x", "x + x"):
         (src / "twice.cpp").write_text(f"int twice(int x) {{ return {body}; }}\n")
