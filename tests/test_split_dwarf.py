@@ -19,21 +19,14 @@ from orchestrator.realise.build_step import epoch_of
 from orchestrator.store.stage_record import read_record
 from orchestrator.verify.dwarf import debug_facts, skeleton_units
 from orchestrator.verify.elf import read_elf
-from tests.conftest import copy_project, run_doit
+from tests.conftest import REPO, copy_project, run_doit
 
-SPLIT = """description = "the demo, split DWARF"
-[source]
-kind = "path"
-path = "demo"
-[build]
-system = "cmake"
-[variants.relwithdebinfo]
-build_type = "RelWithDebInfo"
-cflags = ["-gdwarf-4", "-fno-reorder-blocks-and-partition"]
-split_dwarf = true
-[verify]
-required_symbols = { "lib/libdemo_ops.so" = ["demo::native::add_kernel*"] }
-"""
+# recipes/demo.toml with split DWARF on its relwithdebinfo variant (the flags lldb-14 needs
+# stay; release and debug as they are).
+_RWDI_FLAGS = 'cflags = ["-gdwarf-4", "-fno-reorder-blocks-and-partition"]\n'
+_DEMO = (REPO / "recipes" / "demo.toml").read_text()
+assert _DEMO.count(_RWDI_FLAGS) == 1, "recipes/demo.toml's relwithdebinfo flags changed"
+SPLIT = _DEMO.replace(_RWDI_FLAGS, _RWDI_FLAGS + "split_dwarf = true\n")
 SCRIPT = "import demo\nprint(demo.add([1.0, 2.0], [10.0, 20.0], alpha=2.5))\n"
 
 
@@ -142,7 +135,7 @@ def test_a_dwo_missing_from_an_artifact_fails_verify(project, doit, store) -> No
 
 
 @pytest.mark.parametrize(("extra", "message"), [
-    ('[variants.release]\nbuild_type = "Release"\nsplit_dwarf = true\n',
+    ('[variants.releasesplit]\nbuild_type = "Release"\nsplit_dwarf = true\n',
      "split_dwarf needs a build type with debug info"),
 ])
 def test_split_dwarf_on_a_variant_without_debug_info_is_one_line(tmp_path, extra, message) -> None:
