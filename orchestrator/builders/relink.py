@@ -68,8 +68,12 @@ def link_graph(build_dir: Path) -> tuple[set[str], dict[str, set[str]]]:
 
 def interface(path: Path) -> str:
     """sha256 of what a linker reads of the shared library at `path`."""
-    return hashlib.sha256(link_interface(read_elf(path, full=True)).encode() + b"\0"
-                          + export_kinds(path)).hexdigest()
+    info = read_elf(path, full=True)
+    try:
+        names = link_interface(info)
+    finally:
+        info.close()
+    return hashlib.sha256(names.encode() + b"\0" + export_kinds(path)).hexdigest()
 
 
 def settle(build_dir: Path, rerun: Callable[[], None]) -> list[str]:
